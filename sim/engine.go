@@ -1,0 +1,603 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+)
+
+// SpeedModel gives the speed factor of a job on its current placement (1 = the
+// reference speed at which JobSpec.Duration was measured; 0.5 = twice as slow).
+// It is ground truth: the engine uses it, policies never see it.
+type SpeedModel interface {
+	Speed(c *Cluster, j *Job) float64
+}
+
+// Config configures one simulation run.
+type Config struct {
+	Cluster *Cluster // required; the engine works on a private clone
+	Jobs    []JobSpec
+	Policy  Policy // required
+	Seed    uint64
+	// Oracle lets policies see true durations as Job.Estimate.
+	Oracle bool
+	// EnforceWalltime stops a job at its walltime (Slurm time limits). Jobs without a
+	// walltime are never stopped.
+	EnforceWalltime bool
+	// CheckpointInterval: a preempted job keeps its work up to the last multiple of
+	// this interval (reference-speed time); 0 means no checkpoints (all work is lost).
+	CheckpointInterval Duration
+	// SampleInterval is the time-series sampling period; 0 disables sampling.
+	SampleInterval Duration
+	// Horizon stops the run at this time (0 = run until nothing is left to do).
+	Horizon Time
+	// Speed is the ground-truth speed model; nil means every job runs at speed 1.
+	Speed SpeedModel
+	// NoLog disables the event log (benchmarks).
+	NoLog bool
+	// Progress, if set, is called every ProgressEvery events (default 65536) with the
+	// current virtual time and the events processed so far. It runs on the engine's
+	// goroutine.
+	Progress      func(now Time, events int64)
+	ProgressEvery int64
+}
+
+// Sample is one row of the time series: the state in effect at Time.
+type Sample struct {
+	Time        Time
+	AllocMilli  int64 // milli-GPU allocated
+	BusyGPUs    int32 // GPUs with any allocation
+	Running     int32
+	Pending     int32
+	PendingGPUs int64 // GPUs requested by pending jobs
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	Policy  string
+	Jobs    []Job // indexed by JobRef
+	Log     []Event
+	Samples []Sample
+	Cluster *Cluster // final state
+	// Makespan is the time of the last job end (finish, kill or timeout); 0 if none.
+	Makespan Time
+	// End is the virtual time at which the run stopped.
+	End Time
+	// BusyMilliSeconds is the integral of allocated milli-GPU over [0, End], in
+	// milli-GPU x seconds.
+	BusyMilliSeconds float64
+	// BusyMilliSecondsToMakespan is the same integral over [0, Makespan].
+	BusyMilliSecondsToMakespan float64
+	Events                     int64
+	SchedulingPoints           int64
+}
+
+// Engine runs one simulation. It is single-threaded and not safe for concurrent use.
+type Engine struct {
+	cfg     Config
+	cluster *Cluster
+	jobs    []Job
+	now     Time
+	q       eventQueue
+	seq     uint64
+	nextArr int
+
+	pendHead, pendTail *Job
+	pendN              int
+	pendGPUs           int64
+	running            []*Job
+	runIdx             []int32
+
+	policy     Policy
+	observer   Observer
+	view       View
+	plan       Plan
+	policyRand *rand.Rand
+
+	log      []Event
+	samples  []Sample
+	nextSamp Time
+	busyGPUs int32
+
+	busy       float64
+	busyAtLast float64
+	lastEnd    Time
+	events     int64
+	points     int64
+	lastWake   Time
+	nodeSlab   []NodeID
+	gpuSlab    []GPUID
+	resAt      []Time
+}
+
+// NewEngine validates cfg and prepares a run. Jobs are sorted by (Submit, ID); their
+// JobRef is their index in that order. It returns an error for invalid jobs or
+// duplicate IDs; it does not check feasibility (see Cluster.Feasible).
+func NewEngine(cfg Config) (*Engine, error) {
+	if cfg.Cluster == nil {
+		return nil, errors.New("sim: no cluster")
+	}
+	if cfg.Policy == nil {
+		return nil, errors.New("sim: no policy")
+	}
+	if cfg.ProgressEvery <= 0 {
+		cfg.ProgressEvery = 1 << 16
+	}
+	e := &Engine{cfg: cfg, cluster: cfg.Cluster.Clone(), policy: cfg.Policy, lastWake: -1}
+	specs := make([]int, len(cfg.Jobs))
+	for i := range specs {
+		specs[i] = i
+	}
+	slices.SortFunc(specs, func(a, b int) int {
+		sa, sb := &cfg.Jobs[a], &cfg.Jobs[b]
+		if sa.Submit != sb.Submit {
+			if sa.Submit < sb.Submit {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(string(sa.ID), string(sb.ID))
+	})
+	e.jobs = make([]Job, len(specs))
+	e.runIdx = make([]int32, len(specs))
+	e.resAt = make([]Time, len(specs))
+	for i, si := range specs {
+		s := cfg.Jobs[si]
+		if err := s.Validate(); err != nil {
+			return nil, fmt.Errorf("job %q: %w", s.ID, err)
+		}
+		if i > 0 && e.jobs[i-1].Spec.ID == s.ID {
+			return nil, fmt.Errorf("duplicate job id %q", s.ID)
+		}
+		if s.Class == "" {
+			s.Class = ClassUnknown
+		}
+		est := s.Walltime
+		if cfg.Oracle || est == 0 {
+			est = s.Duration
+		}
+		if est < 1 {
+			est = 1
+		}
+		e.jobs[i] = Job{Spec: s, Ref: JobRef(i), State: StatePending, Estimate: est,
+			FirstStart: Never, LastStart: Never, End: Never}
+		e.runIdx[i] = -1
+		e.resAt[i] = Never
+	}
+	e.view.e = e
+	e.policyRand = Stream(cfg.Seed, "policy/"+cfg.Policy.Name())
+	if o, ok := cfg.Policy.(Observer); ok {
+		e.observer = o
+	}
+	if !cfg.NoLog {
+		e.log = make([]Event, 0, 3*len(specs)+16)
+	}
+	return e, nil
+}
+
+// View returns the engine's view (for tests and harnesses).
+func (e *Engine) View() *View { return &e.view }
+
+func (e *Engine) record(k EventKind, j JobRef, val int64) {
+	if !e.cfg.NoLog {
+		e.log = append(e.log, Event{Time: e.now, Kind: k, Job: j, Value: val})
+	}
+	if e.observer != nil && k != EvReserve {
+		e.observer.Observe(&e.view, Event{Time: e.now, Kind: k, Job: j, Value: val})
+	}
+}
+
+// Run executes the simulation to the end (or the horizon, or ctx cancellation).
+func (e *Engine) Run(ctx context.Context) (*Result, error) {
+	horizon := e.cfg.Horizon
+	if horizon <= 0 {
+		horizon = Never
+	}
+	for {
+		// Next event time: queue top or next arrival.
+		t := Never
+		if e.q.Len() > 0 {
+			t = e.q.top().t
+		}
+		if e.nextArr < len(e.jobs) && e.jobs[e.nextArr].Spec.Submit < t {
+			t = e.jobs[e.nextArr].Spec.Submit
+		}
+		if t == Never || t > horizon {
+			break
+		}
+		// Only wake-ups left and nothing running: the policy alone can change the
+		// state; give it this one call and stop if it does nothing.
+		idleWake := e.nextArr >= len(e.jobs) && len(e.running) == 0 && e.q.Len() > 0 && e.q.top().kind == qWake
+		e.advance(t)
+		dirty := false
+		for e.q.Len() > 0 && e.q.top().t == t && e.q.top().kind == qEnd {
+			it := e.q.pop()
+			if e.finish(it) {
+				dirty = true
+			}
+		}
+		for e.nextArr < len(e.jobs) && e.jobs[e.nextArr].Spec.Submit == t {
+			e.arrive(&e.jobs[e.nextArr])
+			e.nextArr++
+			dirty = true
+		}
+		for e.q.Len() > 0 && e.q.top().t == t && e.q.top().kind == qWake {
+			e.q.pop()
+			e.events++
+			dirty = true
+		}
+		if !dirty {
+			continue
+		}
+		acted, err := e.schedule()
+		if err != nil {
+			return nil, err
+		}
+		if idleWake && !acted && e.q.Len() > 0 && e.q.top().kind == qWake && len(e.running) == 0 {
+			// drop remaining wake-ups: nothing can change
+			e.q.h = e.q.h[:0]
+		}
+		if e.cfg.Progress != nil || ctx != nil {
+			if e.events/e.cfg.ProgressEvery != (e.events-1)/e.cfg.ProgressEvery || e.points%4096 == 0 {
+				if ctx != nil {
+					if err := ctx.Err(); err != nil {
+						return nil, err
+					}
+				}
+				if e.cfg.Progress != nil {
+					e.cfg.Progress(e.now, e.events)
+				}
+			}
+		}
+	}
+	end := e.now
+	if horizon != Never && horizon > end {
+		e.advance(horizon)
+		end = horizon
+	}
+	if e.cfg.SampleInterval > 0 && e.nextSamp == end {
+		e.sample() // the state at End is included when End is on the grid
+	}
+	res := &Result{
+		Policy:                     e.policy.Name(),
+		Jobs:                       e.jobs,
+		Log:                        e.log,
+		Samples:                    e.samples,
+		Cluster:                    e.cluster,
+		Makespan:                   e.lastEnd,
+		End:                        end,
+		BusyMilliSeconds:           e.busy,
+		BusyMilliSecondsToMakespan: e.busyAtLast,
+		Events:                     e.events,
+		SchedulingPoints:           e.points,
+	}
+	if e.cfg.Progress != nil {
+		e.cfg.Progress(e.now, e.events)
+	}
+	return res, nil
+}
+
+// advance moves virtual time to t, integrating utilization and emitting samples.
+func (e *Engine) advance(t Time) {
+	if t < e.now {
+		panic(fmt.Sprintf("sim: time went backwards: %d -> %d", e.now, t))
+	}
+	if iv := e.cfg.SampleInterval; iv > 0 {
+		for e.nextSamp < t {
+			e.sample()
+			e.nextSamp = e.nextSamp.Add(iv)
+		}
+	}
+	if t > e.now {
+		e.busy += float64(e.cluster.allocMilli) * (float64(t-e.now) / 1e6)
+		e.now = t
+	}
+}
+
+func (e *Engine) arrive(j *Job) {
+	e.events++
+	e.pendPush(j)
+	e.record(EvArrive, j.Ref, 0)
+}
+
+func (e *Engine) pendPush(j *Job) {
+	// Arrivals come in Ref order, so they append; requeued jobs go back to their
+	// Ref position.
+	j.queued = true
+	e.pendN++
+	e.pendGPUs += int64(j.Spec.TotalGPUs())
+	if e.pendTail == nil || e.pendTail.Ref < j.Ref {
+		j.pendPrev, j.pendNext = e.pendTail, nil
+		if e.pendTail != nil {
+			e.pendTail.pendNext = j
+		} else {
+			e.pendHead = j
+		}
+		e.pendTail = j
+		return
+	}
+	at := e.pendHead
+	for at.Ref < j.Ref {
+		at = at.pendNext
+	}
+	j.pendNext, j.pendPrev = at, at.pendPrev
+	if at.pendPrev != nil {
+		at.pendPrev.pendNext = j
+	} else {
+		e.pendHead = j
+	}
+	at.pendPrev = j
+}
+
+func (e *Engine) pendRemove(j *Job) {
+	if j.pendPrev != nil {
+		j.pendPrev.pendNext = j.pendNext
+	} else {
+		e.pendHead = j.pendNext
+	}
+	if j.pendNext != nil {
+		j.pendNext.pendPrev = j.pendPrev
+	} else {
+		e.pendTail = j.pendPrev
+	}
+	j.pendPrev, j.pendNext, j.queued = nil, nil, false
+	e.pendN--
+	e.pendGPUs -= int64(j.Spec.TotalGPUs())
+}
+
+func (e *Engine) schedule() (bool, error) {
+	e.points++
+	e.plan.Reset()
+	if err := e.policy.Schedule(&e.view, &e.plan); err != nil {
+		return false, fmt.Errorf("policy %q at t=%s: %w", e.policy.Name(), e.now, err)
+	}
+	p := &e.plan
+	for i := range p.Preempts {
+		if err := e.applyPreempt(&p.Preempts[i]); err != nil {
+			return false, &PlanError{Policy: e.policy.Name(), At: e.now, Decision: fmt.Sprintf("preempts[%d] (job %s)", i, e.jobName(p.Preempts[i].Job)), Err: err}
+		}
+	}
+	for i := range p.Starts {
+		if err := e.applyStart(&p.Starts[i]); err != nil {
+			return false, &PlanError{Policy: e.policy.Name(), At: e.now, Decision: fmt.Sprintf("starts[%d] (job %s)", i, e.jobName(p.Starts[i].Job)), Err: err}
+		}
+	}
+	for _, r := range p.Reservations {
+		if r.Job < 0 || int(r.Job) >= len(e.jobs) {
+			return false, &PlanError{Policy: e.policy.Name(), At: e.now, Decision: "reservation", Err: fmt.Errorf("unknown job ref %d", r.Job)}
+		}
+		if e.resAt[r.Job] != r.At {
+			e.resAt[r.Job] = r.At
+			e.record(EvReserve, r.Job, int64(r.At))
+		}
+	}
+	if p.WakeAt != Never && p.WakeAt > e.now && p.WakeAt != e.lastWake {
+		e.seq++
+		e.q.push(qitem{t: p.WakeAt, kind: qWake, seq: e.seq})
+		e.lastWake = p.WakeAt
+	}
+	return len(p.Starts) > 0 || len(p.Preempts) > 0, nil
+}
+
+func (e *Engine) jobName(r JobRef) string {
+	if r < 0 || int(r) >= len(e.jobs) {
+		return fmt.Sprintf("#%d", r)
+	}
+	return string(e.jobs[r].Spec.ID)
+}
+
+func (e *Engine) applyStart(s *Start) error {
+	if s.Job < 0 || int(s.Job) >= len(e.jobs) {
+		return fmt.Errorf("unknown job ref %d", s.Job)
+	}
+	j := &e.jobs[s.Job]
+	if j.State != StatePending || !j.queued {
+		return fmt.Errorf("job is %s, not pending", j.State)
+	}
+	sp := &j.Spec
+	g := int(sp.GPUsPerReplica)
+	if len(s.Nodes) != int(sp.Replicas) {
+		return fmt.Errorf("%d nodes given for %d replicas", len(s.Nodes), sp.Replicas)
+	}
+	if len(s.GPUs) != int(sp.Replicas)*g {
+		return fmt.Errorf("%d GPUs given for %d replicas x %d GPUs", len(s.GPUs), sp.Replicas, g)
+	}
+	c := e.cluster
+	milli := sp.GPUMilli
+	for r, n := range s.Nodes {
+		if n < 0 || int(n) >= c.NumNodes() {
+			return fmt.Errorf("replica %d: unknown node %d", r, n)
+		}
+		if g > 0 && !sp.AllowsModel(c.nodes[n].GPUModel) {
+			return fmt.Errorf("replica %d: node %s has GPU model %q, job allows %v", r, c.nodes[n].Name, c.nodes[n].GPUModel, sp.GPUModels)
+		}
+		if !c.fitsNode(n, sp.CPUMilli, sp.MemoryMiB) {
+			return fmt.Errorf("replica %d: node %s lacks CPU or memory (free %d mCPU, %d MiB; need %d, %d)", r, c.nodes[n].Name, c.cpuFree[n], c.memFree[n], sp.CPUMilli, sp.MemoryMiB)
+		}
+		gs := s.GPUs[r*g : (r+1)*g]
+		for _, gpu := range gs {
+			if gpu < 0 || int64(gpu) >= c.totalGPUs || c.gpuNode[gpu] != n {
+				return fmt.Errorf("replica %d: GPU %d is not on node %s", r, gpu, c.nodes[n].Name)
+			}
+			if milli >= WholeGPU && c.gpuUsed[gpu] != 0 || c.gpuUsed[gpu]+milli > WholeGPU {
+				return fmt.Errorf("replica %d: GPU %d on node %s has %d milli free, needs %d", r, gpu, c.nodes[n].Name, WholeGPU-c.gpuUsed[gpu], milli)
+			}
+		}
+		for a := range gs {
+			for b := a + 1; b < len(gs); b++ {
+				if gs[a] == gs[b] {
+					return fmt.Errorf("replica %d: GPU %d given twice", r, gs[a])
+				}
+			}
+		}
+		e.chargeReplica(n, gs, milli, sp.CPUMilli, sp.MemoryMiB, +1)
+	}
+	e.pendRemove(j)
+	j.Nodes = e.carveNodes(s.Nodes)
+	j.GPUs = e.carveGPUs(s.GPUs)
+	j.State = StateRunning
+	j.LastStart = e.now
+	if j.FirstStart == Never {
+		j.FirstStart = e.now
+	}
+	j.speed = 1
+	if e.cfg.Speed != nil {
+		j.speed = e.cfg.Speed.Speed(c, j)
+		if !(j.speed > 0) || math.IsInf(j.speed, 0) {
+			return fmt.Errorf("speed model returned %v", j.speed)
+		}
+	}
+	rem := sp.Duration - j.Done
+	if rem < 0 {
+		rem = 0
+	}
+	runFor := rem
+	if j.speed != 1 {
+		runFor = Duration(math.Ceil(float64(rem) / j.speed))
+	}
+	kind := qEnd
+	timeout := false
+	if e.cfg.EnforceWalltime && sp.Walltime > 0 && runFor > sp.Walltime {
+		runFor = sp.Walltime
+		timeout = true
+	}
+	j.endTime = e.now.Add(runFor)
+	e.runIdx[j.Ref] = int32(len(e.running))
+	e.running = append(e.running, j)
+	e.seq++
+	gen := j.heapIdx + 1
+	j.heapIdx = gen
+	if timeout {
+		gen = -gen
+	}
+	e.q.push(qitem{t: j.endTime, kind: kind, seq: e.seq, job: j.Ref, gen: gen})
+	e.record(EvStart, j.Ref, 0)
+	return nil
+}
+
+func (e *Engine) chargeReplica(n NodeID, gs []GPUID, milli MilliGPU, cpu, mem int64, sign int) {
+	c := e.cluster
+	for _, gpu := range gs {
+		if sign > 0 && c.gpuUsed[gpu] == 0 {
+			e.busyGPUs++
+		}
+	}
+	if sign > 0 {
+		c.allocate(n, gs, milli, cpu, mem)
+	} else {
+		c.release(n, gs, milli, cpu, mem)
+		for _, gpu := range gs {
+			if c.gpuUsed[gpu] == 0 {
+				e.busyGPUs--
+			}
+		}
+	}
+}
+
+func (e *Engine) carveNodes(src []NodeID) []NodeID {
+	if len(e.nodeSlab) < len(src) {
+		e.nodeSlab = make([]NodeID, max(4096, len(src)))
+	}
+	out := e.nodeSlab[:len(src):len(src)]
+	copy(out, src)
+	e.nodeSlab = e.nodeSlab[len(src):]
+	return out
+}
+
+func (e *Engine) carveGPUs(src []GPUID) []GPUID {
+	if len(src) == 0 {
+		return nil
+	}
+	if len(e.gpuSlab) < len(src) {
+		e.gpuSlab = make([]GPUID, max(16384, len(src)))
+	}
+	out := e.gpuSlab[:len(src):len(src)]
+	copy(out, src)
+	e.gpuSlab = e.gpuSlab[len(src):]
+	return out
+}
+
+// stop releases a running job's resources and removes it from the running set.
+func (e *Engine) stop(j *Job) {
+	sp := &j.Spec
+	g := int(sp.GPUsPerReplica)
+	for r, n := range j.Nodes {
+		e.chargeReplica(n, j.GPUs[r*g:(r+1)*g], sp.GPUMilli, sp.CPUMilli, sp.MemoryMiB, -1)
+	}
+	i := e.runIdx[j.Ref]
+	last := len(e.running) - 1
+	e.running[i] = e.running[last]
+	e.runIdx[e.running[i].Ref] = i
+	e.running = e.running[:last]
+	e.runIdx[j.Ref] = -1
+	j.heapIdx++ // invalidates the pending end event
+}
+
+func (e *Engine) finish(it qitem) bool {
+	j := &e.jobs[it.job]
+	gen := it.gen
+	timeout := gen < 0
+	if timeout {
+		gen = -gen
+	}
+	if j.State != StateRunning || gen != j.heapIdx {
+		return false // stale: the job was preempted after this end was scheduled
+	}
+	e.events++
+	e.stop(j)
+	j.End = e.now
+	e.lastEnd = e.now
+	e.busyAtLast = e.busy
+	if timeout {
+		j.State = StateTimeout
+		j.Done += Duration(float64(e.now-j.LastStart) * j.speed)
+		e.record(EvTimeout, j.Ref, 0)
+	} else {
+		j.State = StateCompleted
+		j.Done = j.Spec.Duration
+		e.record(EvFinish, j.Ref, 0)
+	}
+	return true
+}
+
+func (e *Engine) applyPreempt(p *Preempt) error {
+	if p.Job < 0 || int(p.Job) >= len(e.jobs) {
+		return fmt.Errorf("unknown job ref %d", p.Job)
+	}
+	j := &e.jobs[p.Job]
+	if j.State != StateRunning {
+		return fmt.Errorf("job is %s, not running", j.State)
+	}
+	e.events++
+	e.stop(j)
+	ran := Duration(float64(e.now-j.LastStart) * j.speed)
+	j.Done = min(j.Done+ran, j.Spec.Duration)
+	j.Preempted++
+	if p.Mode == PreemptKill {
+		j.State = StateKilled
+		j.End = e.now
+		e.lastEnd = e.now
+		e.busyAtLast = e.busy
+		e.record(EvKill, j.Ref, 0)
+		return nil
+	}
+	if iv := e.cfg.CheckpointInterval; iv > 0 {
+		j.Done = j.Done / iv * iv
+	} else {
+		j.Done = 0
+	}
+	j.State = StatePending
+	j.Nodes, j.GPUs = nil, nil
+	e.pendPush(j)
+	e.record(EvPreempt, j.Ref, 0)
+	return nil
+}
+
+func (e *Engine) sample() {
+	e.samples = append(e.samples, Sample{Time: e.nextSamp, AllocMilli: e.cluster.allocMilli,
+		BusyGPUs: e.busyGPUs, Running: int32(len(e.running)), Pending: int32(e.pendN), PendingGPUs: e.pendGPUs})
+}

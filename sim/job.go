@@ -1,0 +1,218 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+)
+
+// JobID is the user-visible identifier of a job, taken from the trace.
+type JobID string
+
+// JobClass is the workload class of a job.
+type JobClass string
+
+// The job classes gpusim knows. The empty class is reported as "unknown".
+const (
+	ClassTraining       JobClass = "training"
+	ClassExperiment     JobClass = "experiment"
+	ClassPreprocessing  JobClass = "preprocessing"
+	ClassBatchInference JobClass = "batch-inference"
+	ClassServing        JobClass = "serving"
+	ClassUnknown        JobClass = "unknown"
+)
+
+// Classes lists every known class in a fixed order (for reports).
+var Classes = []JobClass{ClassTraining, ClassExperiment, ClassPreprocessing, ClassBatchInference, ClassServing, ClassUnknown}
+
+// ParseClass validates a class name; "" maps to ClassUnknown.
+func ParseClass(s string) (JobClass, error) {
+	if s == "" {
+		return ClassUnknown, nil
+	}
+	for _, c := range Classes {
+		if string(c) == s {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("unknown job class %q (want one of %s)", s, classList())
+}
+
+func classList() string {
+	var b strings.Builder
+	for i, c := range Classes {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(string(c))
+	}
+	return b.String()
+}
+
+// MilliGPU is a share of one GPU in thousandths (1000 = a whole GPU).
+type MilliGPU int32
+
+// WholeGPU is a full GPU in MilliGPU.
+const WholeGPU MilliGPU = 1000
+
+// JobSpec is a job as submitted: what a trace row or a generator produces. All
+// resource amounts are integers. A job is a gang of Replicas replicas, each needing
+// GPUsPerReplica GPUs on one node (plus CPUMilli and MemoryMiB on that node); the
+// gang starts all-or-nothing.
+type JobSpec struct {
+	ID             JobID
+	Submit         Time
+	Queue          string
+	User           string
+	Team           string
+	Class          JobClass
+	Priority       int32
+	Replicas       int32    // >= 1
+	GPUsPerReplica int32    // >= 0 (0 = CPU-only replica)
+	GPUMilli       MilliGPU // share of each requested GPU, 1..1000; < 1000 only for a single 1-GPU replica
+	GPUModels      []string // allowed GPU models; empty = any
+	CPUMilli       int64    // per replica
+	MemoryMiB      int64    // per replica
+	Duration       Duration // true run time at reference speed (ground truth; hidden from policies)
+	Walltime       Duration // the user's estimate / time limit; 0 = none given
+}
+
+// TotalGPUs is the number of GPUs the gang occupies (whole or shared).
+func (s *JobSpec) TotalGPUs() int32 { return s.Replicas * s.GPUsPerReplica }
+
+// GPUDemandMilli is the gang's GPU demand in milli-GPU (GPUs x share).
+func (s *JobSpec) GPUDemandMilli() int64 {
+	return int64(s.Replicas) * int64(s.GPUsPerReplica) * int64(s.GPUMilli)
+}
+
+// Fractional reports whether the job shares a GPU (GPUMilli < 1000).
+func (s *JobSpec) Fractional() bool { return s.GPUsPerReplica > 0 && s.GPUMilli < WholeGPU }
+
+// AllowsModel reports whether the job may run on GPUs of model m.
+func (s *JobSpec) AllowsModel(m string) bool {
+	if len(s.GPUModels) == 0 {
+		return true
+	}
+	for _, x := range s.GPUModels {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate checks the spec's own consistency (not whether a cluster can hold it).
+// Errors name the field.
+func (s *JobSpec) Validate() error {
+	var errs []string
+	if s.ID == "" {
+		errs = append(errs, "id: must not be empty")
+	}
+	if s.Submit < 0 {
+		errs = append(errs, "submit_s: must be >= 0")
+	}
+	if s.Replicas < 1 {
+		errs = append(errs, "replicas: must be >= 1")
+	}
+	if s.GPUsPerReplica < 0 {
+		errs = append(errs, "gpus: must be >= 0")
+	}
+	if s.GPUsPerReplica > 0 && (s.GPUMilli < 1 || s.GPUMilli > WholeGPU) {
+		errs = append(errs, "gpu_milli: must be in 1..1000")
+	}
+	if s.GPUMilli < WholeGPU && s.GPUsPerReplica > 0 && (s.GPUsPerReplica != 1 || s.Replicas != 1) {
+		errs = append(errs, "gpu_milli: a fractional GPU share needs exactly 1 replica with 1 GPU")
+	}
+	if s.Duration < 0 {
+		errs = append(errs, "duration_s: must be >= 0")
+	}
+	if s.Walltime < 0 {
+		errs = append(errs, "walltime_s: must be >= 0")
+	}
+	if s.CPUMilli < 0 {
+		errs = append(errs, "cpu_milli: must be >= 0")
+	}
+	if s.MemoryMiB < 0 {
+		errs = append(errs, "memory_mib: must be >= 0")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// JobState is a job's lifecycle state. Legal transitions:
+//
+//	Pending -> Running -> Completed
+//	Running -> Pending   (preempted with requeue)
+//	Running -> Killed    (preempted with kill, or walltime exceeded)
+//	Pending  at the end of the run is reported as unfinished.
+type JobState uint8
+
+// Job states.
+const (
+	StatePending JobState = iota
+	StateRunning
+	StateCompleted
+	StateKilled
+	StateTimeout
+)
+
+var stateNames = [...]string{"pending", "running", "completed", "killed", "timeout"}
+
+// String returns the state's lower-case name.
+func (s JobState) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("state(%d)", s)
+}
+
+// JobRef is the dense index of a job inside one simulation: jobs are sorted by
+// (Submit, ID) and numbered from 0. Comparing JobRefs is the canonical ID tie-break.
+type JobRef int32
+
+// Job is a job inside a running simulation. Policies read it through the View and
+// must not modify it.
+type Job struct {
+	Spec  JobSpec
+	Ref   JobRef
+	State JobState
+
+	// Estimate is the run time the policy may use: the walltime estimate, or the
+	// true duration under oracle mode. Always > 0.
+	Estimate Duration
+
+	FirstStart Time // first time the job started; Never if it has not started
+	LastStart  Time // start of the current (or last) run; Never if it has not started
+	End        Time // completion/kill time; Never while unfinished
+	Preempted  int32
+	// Done is the work completed (at reference speed) that survives a preemption.
+	Done Duration
+
+	// Placement of the current run (nil when not running). Replica r occupies
+	// Nodes[r] and GPUs[r*GPUsPerReplica:(r+1)*GPUsPerReplica].
+	Nodes []NodeID
+	GPUs  []GPUID
+
+	speed              float64 // current speed factor (1 = reference)
+	endTime            Time    // scheduled end of the current run
+	heapIdx            int32
+	pendPrev, pendNext *Job
+	queued             bool
+}
+
+// EstimatedEnd is when the policy expects the current run to end: LastStart plus the
+// remaining estimate. It uses estimates only, never the true duration (unless oracle).
+func (j *Job) EstimatedEnd() Time {
+	if j.State != StateRunning {
+		return Never
+	}
+	rem := j.Estimate - j.Done
+	if rem < 0 {
+		rem = 0
+	}
+	return j.LastStart.Add(rem)
+}
+
+// String returns the job ID.
+func (j *Job) String() string { return string(j.Spec.ID) }

@@ -1,0 +1,112 @@
+package sim
+
+import "fmt"
+
+// PreemptMode says what happens to a preempted job.
+type PreemptMode uint8
+
+// Preemption modes.
+const (
+	// PreemptRequeue stops the job and puts it back in the pending queue. Work since
+	// its last checkpoint is lost (all of it when checkpointing is off).
+	PreemptRequeue PreemptMode = iota
+	// PreemptKill stops the job for good (state killed).
+	PreemptKill
+)
+
+// String returns the mode's name.
+func (m PreemptMode) String() string {
+	if m == PreemptKill {
+		return "kill"
+	}
+	return "requeue"
+}
+
+// Start asks the engine to start a pending job. Replica r runs on Nodes[r] using
+// GPUs[r*g:(r+1)*g] where g is the job's GPUsPerReplica; each GPU must belong to its
+// replica's node.
+type Start struct {
+	Job   JobRef
+	Nodes []NodeID
+	GPUs  []GPUID
+}
+
+// Preempt asks the engine to stop a running job.
+type Preempt struct {
+	Job    JobRef
+	Mode   PreemptMode
+	Reason string
+}
+
+// Reservation records, for explanation only, that the policy holds resources for a
+// job from time At (e.g. the EASY backfill shadow reservation).
+type Reservation struct {
+	Job JobRef
+	At  Time
+}
+
+// Plan is a policy's decision at one scheduling point. The engine applies it in
+// order: Preempts, then Starts (each validated against the state left by the
+// previous ones). Plans are reused between calls: the engine resets a plan before
+// handing it to the policy, so a policy must not keep references into it.
+type Plan struct {
+	Starts       []Start
+	Preempts     []Preempt
+	Reservations []Reservation
+	// WakeAt asks for another scheduling point at that time (Never = none). The
+	// engine ignores times not after now.
+	WakeAt Time
+
+	nodeBuf []NodeID
+	gpuBuf  []GPUID
+}
+
+// Reset empties the plan, keeping its buffers.
+func (p *Plan) Reset() {
+	p.Starts = p.Starts[:0]
+	p.Preempts = p.Preempts[:0]
+	p.Reservations = p.Reservations[:0]
+	p.WakeAt = Never
+	p.nodeBuf = p.nodeBuf[:0]
+	p.gpuBuf = p.gpuBuf[:0]
+}
+
+// AddStart appends a start, copying nodes and gpus into the plan's own buffers (so
+// callers may reuse their slices).
+func (p *Plan) AddStart(j JobRef, nodes []NodeID, gpus []GPUID) {
+	n0, g0 := len(p.nodeBuf), len(p.gpuBuf)
+	p.nodeBuf = append(p.nodeBuf, nodes...)
+	p.gpuBuf = append(p.gpuBuf, gpus...)
+	p.Starts = append(p.Starts, Start{Job: j, Nodes: p.nodeBuf[n0:len(p.nodeBuf):len(p.nodeBuf)], GPUs: p.gpuBuf[g0:len(p.gpuBuf):len(p.gpuBuf)]})
+}
+
+// AddPreempt appends a preemption.
+func (p *Plan) AddPreempt(j JobRef, mode PreemptMode, reason string) {
+	p.Preempts = append(p.Preempts, Preempt{Job: j, Mode: mode, Reason: reason})
+}
+
+// Reserve appends an informational reservation.
+func (p *Plan) Reserve(j JobRef, at Time) {
+	p.Reservations = append(p.Reservations, Reservation{Job: j, At: at})
+}
+
+// Wake asks for a scheduling point at t (the earliest requested time wins).
+func (p *Plan) Wake(t Time) {
+	if t < p.WakeAt {
+		p.WakeAt = t
+	}
+}
+
+// PlanError is an invalid decision: it names the policy, the time and the decision.
+type PlanError struct {
+	Policy   string
+	At       Time
+	Decision string
+	Err      error
+}
+
+func (e *PlanError) Error() string {
+	return fmt.Sprintf("policy %q at t=%s: invalid plan: %s: %v", e.Policy, e.At, e.Decision, e.Err)
+}
+
+func (e *PlanError) Unwrap() error { return e.Err }

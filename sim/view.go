@@ -1,0 +1,112 @@
+package sim
+
+import (
+	"iter"
+	"math/rand/v2"
+)
+
+// Policy decides what to do at a scheduling point.
+//
+// Schedule is called once per scheduling point (after every event at the current
+// time has been applied) with a read-only View and an empty Plan to fill. It must
+// not modify anything reachable from the View, must not read the wall clock or
+// global randomness (use View.Rand), and must be deterministic given the View and
+// its own state. An error aborts the run.
+type Policy interface {
+	Name() string
+	Schedule(v *View, p *Plan) error
+}
+
+// Observer is an optional Policy capability: the engine type-asserts it and delivers
+// every lifecycle event, in order, as it is applied (before the next Schedule call).
+// Policies use it to maintain their own queues and accounting incrementally.
+type Observer interface {
+	Observe(v *View, e Event)
+}
+
+// EventKind is the kind of a lifecycle event.
+type EventKind uint8
+
+// Lifecycle events. Within one virtual time the engine applies ends first, then
+// arrivals, then wake-ups, and calls the policy once after all of them.
+const (
+	EvArrive EventKind = iota
+	EvStart
+	EvFinish  // completed its work
+	EvPreempt // stopped and requeued
+	EvKill    // stopped for good by a policy
+	EvTimeout // stopped at its walltime
+	EvReserve // informational reservation (Value = reserved start time in µs)
+	numEventKinds
+)
+
+var eventNames = [...]string{"arrive", "start", "finish", "preempt", "kill", "timeout", "reserve"}
+
+// String returns the event kind's name (as written to events.parquet).
+func (k EventKind) String() string {
+	if k < numEventKinds {
+		return eventNames[k]
+	}
+	return "unknown"
+}
+
+// EventKindNames lists event kind names in kind order.
+func EventKindNames() []string { return append([]string(nil), eventNames[:]...) }
+
+// Event is one record of the event log.
+type Event struct {
+	Time  Time
+	Kind  EventKind
+	Job   JobRef
+	Value int64 // kind-specific: reservation time for EvReserve, else 0
+}
+
+// View is the read-only state handed to a policy. Its methods return live engine
+// data: callers must not modify returned jobs, slices or the cluster.
+type View struct {
+	e *Engine
+}
+
+// Now returns the current virtual time.
+func (v *View) Now() Time { return v.e.now }
+
+// Cluster returns the cluster with its live allocation state.
+func (v *View) Cluster() *Cluster { return v.e.cluster }
+
+// Job returns job r.
+func (v *View) Job(r JobRef) *Job { return &v.e.jobs[r] }
+
+// NumJobs returns the number of jobs in the run (arrived or not).
+func (v *View) NumJobs() int { return len(v.e.jobs) }
+
+// Pending iterates over pending (arrived, not running, not finished) jobs in
+// (Submit, ID) order, i.e. ascending JobRef. Jobs requeued after preemption keep
+// their original position.
+func (v *View) Pending() iter.Seq[*Job] {
+	return func(yield func(*Job) bool) {
+		for j := v.e.pendHead; j != nil; j = j.pendNext {
+			if !yield(j) {
+				return
+			}
+		}
+	}
+}
+
+// PendingHead returns the first pending job, or nil.
+func (v *View) PendingHead() *Job { return v.e.pendHead }
+
+// NextPending returns the pending job after j in queue order, or nil.
+func (v *View) NextPending(j *Job) *Job { return j.pendNext }
+
+// PendingCount returns the number of pending jobs.
+func (v *View) PendingCount() int { return v.e.pendN }
+
+// Running returns the running jobs in an unspecified but deterministic order. Do not
+// modify the slice.
+func (v *View) Running() []*Job { return v.e.running }
+
+// Rand returns the policy's own seeded random stream ("policy/<name>").
+func (v *View) Rand() *rand.Rand { return v.e.policyRand }
+
+// Oracle reports whether Job.Estimate is the true duration.
+func (v *View) Oracle() bool { return v.e.cfg.Oracle }
