@@ -456,3 +456,42 @@ func modelsOrAny(m []string) any {
 	}
 	return m
 }
+
+// Allocate charges one replica's resources on node n outside the engine (fill
+// experiments, what-if planners, tests). It validates first and returns an error
+// instead of over-allocating: every GPU must be on n with milli to spare (whole-GPU
+// requests need an unused GPU), and the node must have the CPU and memory.
+// Inside a simulation only the engine mutates the cluster.
+func (c *Cluster) Allocate(n NodeID, gpus []GPUID, milli MilliGPU, cpu, mem int64) error {
+	if n < 0 || int(n) >= len(c.nodes) {
+		return fmt.Errorf("unknown node %d", n)
+	}
+	if !c.fitsNode(n, cpu, mem) {
+		return fmt.Errorf("node %s lacks CPU or memory", c.nodes[n].Name)
+	}
+	if milli < 1 || milli > WholeGPU {
+		if len(gpus) > 0 {
+			return fmt.Errorf("milli %d out of range", milli)
+		}
+	}
+	for i, g := range gpus {
+		if g < 0 || int64(g) >= c.totalGPUs || c.gpuNode[g] != n {
+			return fmt.Errorf("GPU %d is not on node %s", g, c.nodes[n].Name)
+		}
+		if milli >= WholeGPU && c.gpuUsed[g] != 0 || c.gpuUsed[g]+milli > WholeGPU {
+			return fmt.Errorf("GPU %d has %d milli free, needs %d", g, WholeGPU-c.gpuUsed[g], milli)
+		}
+		for _, h := range gpus[:i] {
+			if h == g {
+				return fmt.Errorf("GPU %d given twice", g)
+			}
+		}
+	}
+	c.allocate(n, gpus, milli, cpu, mem)
+	return nil
+}
+
+// Release undoes an Allocate with the same arguments.
+func (c *Cluster) Release(n NodeID, gpus []GPUID, milli MilliGPU, cpu, mem int64) {
+	c.release(n, gpus, milli, cpu, mem)
+}
