@@ -109,6 +109,8 @@ type Engine struct {
 	events     int64
 	points     int64
 	lastWake   Time
+	inSchedule bool
+	deferred   []Event
 	nodeSlab   []NodeID
 	gpuSlab    []GPUID
 	resAt      []Time
@@ -187,7 +189,12 @@ func (e *Engine) record(k EventKind, j JobRef, val int64) {
 		e.log = append(e.log, Event{Time: e.now, Kind: k, Job: j, Value: val})
 	}
 	if e.observer != nil && k != EvReserve {
-		e.observer.Observe(&e.view, Event{Time: e.now, Kind: k, Job: j, Value: val})
+		ev := Event{Time: e.now, Kind: k, Job: j, Value: val}
+		if e.inSchedule {
+			e.deferred = append(e.deferred, ev)
+		} else {
+			e.observer.Observe(&e.view, ev)
+		}
 	}
 }
 
@@ -351,21 +358,24 @@ func (e *Engine) pendRemove(j *Job) {
 
 func (e *Engine) schedule() (bool, error) {
 	e.points++
-	e.plan.Reset()
-	if err := e.policy.Schedule(&e.view, &e.plan); err != nil {
+	p := &e.plan
+	p.Reset()
+	p.eng = e
+	e.inSchedule = true
+	err := e.policy.Schedule(&e.view, p)
+	e.inSchedule = false
+	if p.err != nil {
+		return false, p.err
+	}
+	if err != nil {
 		return false, fmt.Errorf("policy %q at t=%s: %w", e.policy.Name(), e.now, err)
 	}
-	p := &e.plan
-	for i := range p.Preempts {
-		if err := e.applyPreempt(&p.Preempts[i]); err != nil {
-			return false, &PlanError{Policy: e.policy.Name(), At: e.now, Decision: fmt.Sprintf("preempts[%d] (job %s)", i, e.jobName(p.Preempts[i].Job)), Err: err}
+	if e.observer != nil {
+		for i := range e.deferred {
+			e.observer.Observe(&e.view, e.deferred[i])
 		}
 	}
-	for i := range p.Starts {
-		if err := e.applyStart(&p.Starts[i]); err != nil {
-			return false, &PlanError{Policy: e.policy.Name(), At: e.now, Decision: fmt.Sprintf("starts[%d] (job %s)", i, e.jobName(p.Starts[i].Job)), Err: err}
-		}
-	}
+	e.deferred = e.deferred[:0]
 	for _, r := range p.Reservations {
 		if r.Job < 0 || int(r.Job) >= len(e.jobs) {
 			return false, &PlanError{Policy: e.policy.Name(), At: e.now, Decision: "reservation", Err: fmt.Errorf("unknown job ref %d", r.Job)}

@@ -45,10 +45,16 @@ type Reservation struct {
 	At  Time
 }
 
-// Plan is a policy's decision at one scheduling point. The engine applies it in
-// order: Preempts, then Starts (each validated against the state left by the
-// previous ones). Plans are reused between calls: the engine resets a plan before
-// handing it to the policy, so a policy must not keep references into it.
+// Plan is a policy's decision at one scheduling point.
+//
+// Inside a simulation the plan is bound to the engine: AddStart and AddPreempt
+// validate the decision against the current state and apply it at once, so the
+// View (free GPUs, pending queue) reflects every earlier decision of the same call,
+// and an invalid decision returns a *PlanError (the run then fails with it, even if
+// the policy ignores the error). Observer notifications for the applied decisions
+// are delivered after Schedule returns. A Plan not bound to an engine (tests,
+// harnesses) only records. Plans are reused between calls: a policy must not keep
+// references into one.
 type Plan struct {
 	Starts       []Start
 	Preempts     []Preempt
@@ -59,6 +65,8 @@ type Plan struct {
 
 	nodeBuf []NodeID
 	gpuBuf  []GPUID
+	eng     *Engine
+	err     error
 }
 
 // Reset empties the plan, keeping its buffers.
@@ -69,20 +77,44 @@ func (p *Plan) Reset() {
 	p.WakeAt = Never
 	p.nodeBuf = p.nodeBuf[:0]
 	p.gpuBuf = p.gpuBuf[:0]
+	p.err = nil
 }
 
-// AddStart appends a start, copying nodes and gpus into the plan's own buffers (so
-// callers may reuse their slices).
-func (p *Plan) AddStart(j JobRef, nodes []NodeID, gpus []GPUID) {
+// AddStart starts job j with the given placement (see Start), copying nodes and
+// gpus (callers may reuse their slices). Bound to an engine, it validates and applies
+// the start immediately and returns a *PlanError if it is invalid.
+func (p *Plan) AddStart(j JobRef, nodes []NodeID, gpus []GPUID) error {
+	if p.eng != nil {
+		if err := p.eng.applyStart(&Start{Job: j, Nodes: nodes, GPUs: gpus}); err != nil {
+			return p.fail(fmt.Sprintf("starts[%d] (job %s)", len(p.Starts), p.eng.jobName(j)), err)
+		}
+	}
 	n0, g0 := len(p.nodeBuf), len(p.gpuBuf)
 	p.nodeBuf = append(p.nodeBuf, nodes...)
 	p.gpuBuf = append(p.gpuBuf, gpus...)
 	p.Starts = append(p.Starts, Start{Job: j, Nodes: p.nodeBuf[n0:len(p.nodeBuf):len(p.nodeBuf)], GPUs: p.gpuBuf[g0:len(p.gpuBuf):len(p.gpuBuf)]})
+	return nil
 }
 
-// AddPreempt appends a preemption.
-func (p *Plan) AddPreempt(j JobRef, mode PreemptMode, reason string) {
+// AddPreempt stops running job j. Bound to an engine, it validates and applies the
+// preemption immediately (the job's resources are free for later starts of the
+// same call) and returns a *PlanError if it is invalid.
+func (p *Plan) AddPreempt(j JobRef, mode PreemptMode, reason string) error {
+	if p.eng != nil {
+		if err := p.eng.applyPreempt(&Preempt{Job: j, Mode: mode, Reason: reason}); err != nil {
+			return p.fail(fmt.Sprintf("preempts[%d] (job %s)", len(p.Preempts), p.eng.jobName(j)), err)
+		}
+	}
 	p.Preempts = append(p.Preempts, Preempt{Job: j, Mode: mode, Reason: reason})
+	return nil
+}
+
+func (p *Plan) fail(decision string, err error) error {
+	pe := &PlanError{Policy: p.eng.policy.Name(), At: p.eng.now, Decision: decision, Err: err}
+	if p.err == nil {
+		p.err = pe
+	}
+	return pe
 }
 
 // Reserve appends an informational reservation.

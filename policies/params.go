@@ -1,0 +1,84 @@
+package policies
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gpusim/gpusim/sim"
+)
+
+// Dur is a duration in policy parameters: a Go duration string ("90s", "24h",
+// "1h30m") or a plain number of seconds.
+type Dur sim.Duration
+
+// UnmarshalYAML accepts "24h"-style strings and numbers of seconds.
+func (d *Dur) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseDur(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*d = Dur(v)
+	return nil
+}
+
+// ParseDur parses a duration string ("90s", "24h") or a number of seconds.
+func ParseDur(s string) (sim.Duration, error) {
+	s = strings.TrimSpace(s)
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if f < 0 {
+			return 0, fmt.Errorf("duration %q must be >= 0", s)
+		}
+		return sim.Seconds(f), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q (want e.g. 90s, 24h or a number of seconds)", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("duration %q must be >= 0", s)
+	}
+	return sim.Duration(d / time.Microsecond), nil
+}
+
+// DecodeParams decodes a policy's `params` mapping into out (a pointer to a struct
+// with yaml tags), rejecting unknown keys with their YAML line. A nil node leaves
+// out unchanged.
+func DecodeParams(n *yaml.Node, out any) error {
+	if n == nil || n.Kind == 0 {
+		return nil
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: params must be a mapping", n.Line)
+	}
+	known := map[string]bool{}
+	t := reflect.TypeOf(out).Elem()
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
+		if tag != "" && tag != "-" {
+			known[tag] = true
+			names = append(names, tag)
+		}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if !known[k.Value] {
+			if len(names) == 0 {
+				return fmt.Errorf("line %d: unknown parameter %q (this policy takes no parameters)", k.Line, k.Value)
+			}
+			return fmt.Errorf("line %d: unknown parameter %q (known: %s)", k.Line, k.Value, strings.Join(names, ", "))
+		}
+	}
+	if err := n.Decode(out); err != nil {
+		return err
+	}
+	return nil
+}

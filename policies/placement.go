@@ -1,0 +1,302 @@
+package policies
+
+import (
+	"fmt"
+
+	"github.com/gpusim/gpusim/sim"
+)
+
+// Placer chooses where a job's gang would run on the cluster's current free
+// capacity. Place must not modify the cluster; it writes the placement into out
+// (reusing out's buffers) and reports whether the whole gang fits. Every replica of
+// a gang uses GPUs of one model. Ties are broken by the lowest node id, then the
+// lowest GPU index, so placement is deterministic.
+type Placer interface {
+	Name() string
+	Place(c *sim.Cluster, j *sim.Job, out *Placement) bool
+}
+
+// Placement is a candidate placement: replica r on Nodes[r] with
+// GPUs[r*g:(r+1)*g].
+type Placement struct {
+	Nodes []sim.NodeID
+	GPUs  []sim.GPUID
+	used  []nodeUse // scratch: replicas already put on a node during this Place
+}
+
+type nodeUse struct {
+	node sim.NodeID
+	n    int32
+}
+
+func (p *Placement) reset() {
+	p.Nodes = p.Nodes[:0]
+	p.GPUs = p.GPUs[:0]
+	p.used = p.used[:0]
+}
+
+// PlacerNames lists the built-in placements.
+var PlacerNames = []string{"first-fit", "best-fit", "spread"}
+
+// NewPlacer returns a built-in placement by name.
+func NewPlacer(name string) (Placer, error) {
+	switch name {
+	case "", "first-fit":
+		return &bucketPlacer{mode: firstFit}, nil
+	case "best-fit":
+		return &bucketPlacer{mode: bestFit}, nil
+	case "spread":
+		return &bucketPlacer{mode: spread}, nil
+	}
+	return nil, fmt.Errorf("unknown placement %q (want first-fit, best-fit or spread)", name)
+}
+
+type fitMode uint8
+
+const (
+	firstFit fitMode = iota // lowest node id that has room
+	bestFit                 // node with the fewest free GPUs that still has room
+	spread                  // node with the most free GPUs; one replica per node first
+)
+
+// bucketPlacer places whole-GPU gangs through the cluster's per-model free-count
+// buckets (no scan over all nodes) and fractional / CPU-only jobs by a node scan.
+type bucketPlacer struct{ mode fitMode }
+
+func (b *bucketPlacer) Name() string {
+	switch b.mode {
+	case bestFit:
+		return "best-fit"
+	case spread:
+		return "spread"
+	}
+	return "first-fit"
+}
+
+// hostable returns how many replicas of s node n can still take, given the GPUs
+// already free on it (freeGPU), counting CPU and memory.
+func hostable(c *sim.Cluster, n sim.NodeID, s *sim.JobSpec, freeGPU int32, already int32) int32 {
+	g := s.GPUsPerReplica
+	k := int32(1 << 30)
+	if g > 0 {
+		k = freeGPU / g
+	}
+	if s.CPUMilli > 0 {
+		k = min(k, int32(min(c.NodeFreeCPU(n)/s.CPUMilli, 1<<30)))
+	}
+	if s.MemoryMiB > 0 {
+		k = min(k, int32(min(c.NodeFreeMemory(n)/s.MemoryMiB, 1<<30)))
+	}
+	return max(k-already, 0)
+}
+
+func (b *bucketPlacer) Place(c *sim.Cluster, j *sim.Job, out *Placement) bool {
+	s := &j.Spec
+	out.reset()
+	switch {
+	case s.GPUsPerReplica == 0:
+		return b.placeNoGPU(c, s, out)
+	case s.Fractional():
+		return b.placeFractional(c, s, out)
+	}
+	if int64(s.TotalGPUs()) > c.FreeGPUs() {
+		return false
+	}
+	for m, model := range c.Models() {
+		if !s.AllowsModel(model) || c.ModelFree(m) < int64(s.TotalGPUs()) {
+			continue
+		}
+		if b.placeWhole(c, s, m, out) {
+			return true
+		}
+		out.reset()
+	}
+	return false
+}
+
+// take puts k replicas on node n (whole GPUs), picking the lowest-index free GPUs.
+func take(c *sim.Cluster, s *sim.JobSpec, n sim.NodeID, k int32, out *Placement) {
+	g := s.GPUsPerReplica
+	need := k * g
+	first, end := c.NodeGPUs(n)
+	skip := int32(0)
+	for _, u := range out.used {
+		if u.node == n {
+			skip = u.n * g
+		}
+	}
+	for gpu := first; gpu < end && need > 0; gpu++ {
+		if c.GPUUsed(gpu) != 0 {
+			continue
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		out.GPUs = append(out.GPUs, gpu)
+		need--
+	}
+	for i := int32(0); i < k; i++ {
+		out.Nodes = append(out.Nodes, n)
+	}
+	for i := range out.used {
+		if out.used[i].node == n {
+			out.used[i].n += k
+			return
+		}
+	}
+	out.used = append(out.used, nodeUse{n, k})
+}
+
+func (p *Placement) usedOn(n sim.NodeID) int32 {
+	for _, u := range p.used {
+		if u.node == n {
+			return u.n
+		}
+	}
+	return 0
+}
+
+func (b *bucketPlacer) placeWhole(c *sim.Cluster, s *sim.JobSpec, m int, out *Placement) bool {
+	g := s.GPUsPerReplica
+	rem := s.Replicas
+	maxK := c.MaxGPUsPerNode()
+	switch b.mode {
+	case firstFit:
+		from := sim.NodeID(0)
+		for rem > 0 {
+			best := sim.NodeID(-1)
+			for k := g; k <= maxK; k++ {
+				n := c.NextNodeWithFree(m, k, from)
+				if n >= 0 && (best < 0 || n < best) {
+					best = n
+				}
+			}
+			if best < 0 {
+				return false
+			}
+			if h := min(hostable(c, best, s, c.NodeFreeGPUs(best), 0), rem); h > 0 {
+				take(c, s, best, h, out)
+				rem -= h
+			}
+			from = best + 1
+		}
+		return true
+	case bestFit:
+		for k := g; k <= maxK && rem > 0; k++ {
+			for n := c.NextNodeWithFree(m, k, 0); n >= 0 && rem > 0; n = c.NextNodeWithFree(m, k, n+1) {
+				if h := min(hostable(c, n, s, k, 0), rem); h > 0 {
+					take(c, s, n, h, out)
+					rem -= h
+				}
+			}
+		}
+		return rem == 0
+	default: // spread: one replica per node, emptiest nodes first; then fill up
+		for pass := 0; pass < 2 && rem > 0; pass++ {
+			for k := maxK; k >= g && rem > 0; k-- {
+				for n := c.NextNodeWithFree(m, k, 0); n >= 0 && rem > 0; n = c.NextNodeWithFree(m, k, n+1) {
+					already := out.usedOn(n)
+					if pass == 0 && already > 0 {
+						continue
+					}
+					h := hostable(c, n, s, k, already)
+					if pass == 0 {
+						h = min(h, 1)
+					}
+					if h = min(h, rem); h > 0 {
+						take(c, s, n, h, out)
+						rem -= h
+					}
+				}
+			}
+		}
+		return rem == 0
+	}
+}
+
+// placeFractional puts a single shared-GPU replica on one GPU: first-fit = the first
+// GPU (by id) with enough spare milli; best-fit = the GPU with the least spare milli
+// that fits; spread = the most spare.
+func (b *bucketPlacer) placeFractional(c *sim.Cluster, s *sim.JobSpec, out *Placement) bool {
+	bestGPU, bestNode := sim.GPUID(-1), sim.NodeID(-1)
+	var bestSpare sim.MilliGPU
+	for n := sim.NodeID(0); int(n) < c.NumNodes(); n++ {
+		spec := c.Node(n)
+		if spec.GPUs == 0 || !s.AllowsModel(spec.GPUModel) || hostable(c, n, s, 1<<20, 0) == 0 {
+			continue
+		}
+		first, end := c.NodeGPUs(n)
+		for gpu := first; gpu < end; gpu++ {
+			spare := sim.WholeGPU - c.GPUUsed(gpu)
+			if spare < s.GPUMilli {
+				continue
+			}
+			better := bestGPU < 0
+			switch b.mode {
+			case bestFit:
+				better = better || spare < bestSpare
+			case spread:
+				better = better || spare > bestSpare
+			}
+			if better {
+				bestGPU, bestNode, bestSpare = gpu, n, spare
+			}
+			if b.mode == firstFit {
+				break
+			}
+		}
+		if b.mode == firstFit && bestGPU >= 0 {
+			break
+		}
+	}
+	if bestGPU < 0 {
+		return false
+	}
+	out.Nodes = append(out.Nodes, bestNode)
+	out.GPUs = append(out.GPUs, bestGPU)
+	return true
+}
+
+// placeNoGPU places CPU-only replicas by CPU/memory (first-fit order; best-fit picks
+// the least free CPU, spread the most).
+func (b *bucketPlacer) placeNoGPU(c *sim.Cluster, s *sim.JobSpec, out *Placement) bool {
+	for rem := s.Replicas; rem > 0; rem-- {
+		best := sim.NodeID(-1)
+		var bestCPU int64
+		for n := sim.NodeID(0); int(n) < c.NumNodes(); n++ {
+			if hostable(c, n, s, 0, out.usedOn(n)) == 0 {
+				continue
+			}
+			cpu := c.NodeFreeCPU(n)
+			better := best < 0
+			switch b.mode {
+			case bestFit:
+				better = better || cpu < bestCPU
+			case spread:
+				better = better || cpu > bestCPU
+			}
+			if better {
+				best, bestCPU = n, cpu
+			}
+			if b.mode == firstFit {
+				break
+			}
+		}
+		if best < 0 {
+			return false
+		}
+		out.Nodes = append(out.Nodes, best)
+		found := false
+		for i := range out.used {
+			if out.used[i].node == best {
+				out.used[i].n++
+				found = true
+			}
+		}
+		if !found {
+			out.used = append(out.used, nodeUse{best, 1})
+		}
+	}
+	return true
+}

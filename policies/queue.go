@@ -1,0 +1,432 @@
+package policies
+
+import (
+	"fmt"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gpusim/gpusim/sim"
+)
+
+// order is the queue order of a queue policy.
+type order uint8
+
+const (
+	orderFIFO     order = iota // (submit, id)
+	orderPriority              // priority desc, then (submit, id)
+	orderSJF                   // walltime estimate asc, then (submit, id)
+)
+
+type backfillMode uint8
+
+const (
+	bfNone backfillMode = iota
+	bfEASY
+	bfConservative
+)
+
+// QueueParams are the parameters shared by the queue policies.
+type QueueParams struct {
+	// Placement is first-fit (default), best-fit or spread.
+	Placement string `yaml:"placement"`
+	// Strict: when the next job in queue order does not fit, stop (head-of-line
+	// blocking, the default for fifo/priority/sjf); when false, skip it and try later jobs.
+	Strict *bool `yaml:"strict"`
+	// Window (backfill): only running jobs expected to end within now+window count
+	// towards a reservation; a job whose reservation would start later gets none
+	// (Slurm bf_window; 0 = unlimited, the default).
+	Window Dur `yaml:"window"`
+	// MaxJobsTest (backfill): how many pending jobs after the head one backfill pass
+	// examines (Slurm bf_max_job_test; default 500 for easy, 100 for conservative).
+	MaxJobsTest int `yaml:"maxJobsTest"`
+	// Resolution (backfill): expected end times are rounded up to a multiple of this
+	// (Slurm bf_resolution; default 0 = exact).
+	Resolution Dur `yaml:"resolution"`
+}
+
+func init() {
+	reg := func(name, summary, params string, o order, bf backfillMode) {
+		Register(Info{Name: name, Summary: summary, Params: params}, func(n *yaml.Node) (sim.Policy, error) {
+			var p QueueParams
+			if err := DecodeParams(n, &p); err != nil {
+				return nil, err
+			}
+			return newQueuePolicy(name, o, bf, p)
+		})
+	}
+	const basic = "placement: first-fit|best-fit|spread; strict: true|false"
+	const bfp = "placement; window (0=unlimited); maxJobsTest; resolution"
+	reg("fifo", "First come, first served with strict head-of-line blocking: nothing starts while the oldest job waits.", basic, orderFIFO, bfNone)
+	reg("priority", "Highest priority first (then submit time); strict head-of-line blocking unless strict: false.", basic, orderPriority, bfNone)
+	reg("sjf", "Shortest job first by the walltime estimate (never the true duration unless oracle); blocking unless strict: false.", basic, orderSJF, bfNone)
+	reg("easy-backfill", "FIFO plus EASY backfill (Slurm semantics with one reservation): later jobs start only if they do not delay the head job's reservation.", bfp, orderFIFO, bfEASY)
+	reg("conservative-backfill", "FIFO plus conservative backfill: every examined job gets a reservation; a job starts early only if it delays none of them (GPU-count profile per model).", bfp, orderFIFO, bfConservative)
+}
+
+type queuePolicy struct {
+	name    string
+	order   order
+	strict  bool
+	bf      backfillMode
+	placer  Placer
+	window  sim.Duration
+	maxTest int
+	res     sim.Duration
+
+	pq  *jobHeap // pending, for non-FIFO orders
+	run *jobHeap // running, by (estimated end, ref), for backfill
+	pl  Placement
+
+	started []*sim.Job
+	// backfill scratch, indexed by node
+	extraGPU []int32
+	extraCPU []int64
+	extraMem []int64
+	touched  []sim.NodeID
+	hostC    []int64 // per model: replicas of the head that fit at the shadow time
+	prof     profile
+	profs    []profile
+}
+
+func newQueuePolicy(name string, o order, bf backfillMode, p QueueParams) (*queuePolicy, error) {
+	pl, err := NewPlacer(p.Placement)
+	if err != nil {
+		return nil, fmt.Errorf("placement: %w", err)
+	}
+	q := &queuePolicy{name: name, order: o, bf: bf, placer: pl, strict: true,
+		window: sim.Duration(p.Window), maxTest: p.MaxJobsTest, res: sim.Duration(p.Resolution)}
+	if p.Strict != nil {
+		q.strict = *p.Strict
+	}
+	if bf != bfNone && !q.strict {
+		return nil, fmt.Errorf("strict: backfill policies are strict by definition")
+	}
+	if p.MaxJobsTest < 0 {
+		return nil, fmt.Errorf("maxJobsTest: must be >= 0")
+	}
+	if q.maxTest == 0 {
+		q.maxTest = 500
+		if bf == bfConservative {
+			q.maxTest = 100
+		}
+	}
+	return q, nil
+}
+
+func (q *queuePolicy) Name() string { return q.name }
+
+func (q *queuePolicy) less(a, b *sim.Job) bool {
+	switch q.order {
+	case orderPriority:
+		if a.Spec.Priority != b.Spec.Priority {
+			return a.Spec.Priority > b.Spec.Priority
+		}
+	case orderSJF:
+		if a.Estimate != b.Estimate {
+			return a.Estimate < b.Estimate
+		}
+	}
+	return a.Ref < b.Ref // Ref order is (submit, id)
+}
+
+func (q *queuePolicy) estEnd(j *sim.Job) sim.Time {
+	t := j.EstimatedEnd()
+	if q.res > 1 && t != sim.Never {
+		t = sim.Time((int64(t) + int64(q.res) - 1) / int64(q.res) * int64(q.res))
+	}
+	return t
+}
+
+func (q *queuePolicy) init(v *sim.View) {
+	if q.order != orderFIFO && q.pq == nil {
+		q.pq = newJobHeap(v.NumJobs(), q.less)
+	}
+	if q.bf != bfNone && q.run == nil {
+		q.run = newJobHeap(v.NumJobs(), func(a, b *sim.Job) bool {
+			ea, eb := q.estEnd(a), q.estEnd(b)
+			if ea != eb {
+				return ea < eb
+			}
+			return a.Ref < b.Ref
+		})
+		n := v.Cluster().NumNodes()
+		q.extraGPU = make([]int32, n)
+		q.extraCPU = make([]int64, n)
+		q.extraMem = make([]int64, n)
+		q.hostC = make([]int64, len(v.Cluster().Models()))
+	}
+}
+
+// Observe keeps the pending and running indexes in step with the engine.
+func (q *queuePolicy) Observe(v *sim.View, e sim.Event) {
+	q.init(v)
+	j := v.Job(e.Job)
+	switch e.Kind {
+	case sim.EvArrive:
+		if q.pq != nil {
+			q.pq.push(j)
+		}
+	case sim.EvStart:
+		if q.pq != nil {
+			q.pq.remove(j)
+		}
+		if q.run != nil {
+			q.run.push(j)
+		}
+	case sim.EvPreempt:
+		if q.run != nil {
+			q.run.remove(j)
+		}
+		if q.pq != nil {
+			q.pq.push(j)
+		}
+	case sim.EvFinish, sim.EvKill, sim.EvTimeout:
+		if q.run != nil {
+			q.run.remove(j)
+		}
+	}
+}
+
+// eachPending visits pending jobs in queue order; f may start the visited job.
+func (q *queuePolicy) eachPending(v *sim.View, f func(*sim.Job) bool) {
+	if q.pq == nil {
+		for j := v.PendingHead(); j != nil; {
+			next := v.NextPending(j)
+			if !f(j) {
+				return
+			}
+			j = next
+		}
+		return
+	}
+	q.pq.each(f)
+}
+
+func (q *queuePolicy) start(p *sim.Plan, j *sim.Job) error {
+	if err := p.AddStart(j.Ref, q.pl.Nodes, q.pl.GPUs); err != nil {
+		return err
+	}
+	q.started = append(q.started, j)
+	return nil
+}
+
+// settle moves this call's starts into the policy's own indexes now (the engine's
+// notifications arrive after Schedule returns and are then no-ops).
+func (q *queuePolicy) settle() {
+	for _, j := range q.started {
+		if q.pq != nil {
+			q.pq.remove(j)
+		}
+		if q.run != nil {
+			q.run.push(j)
+		}
+	}
+	q.started = q.started[:0]
+}
+
+func (q *queuePolicy) Schedule(v *sim.View, p *sim.Plan) error {
+	q.init(v)
+	c := v.Cluster()
+	var head *sim.Job
+	var err error
+	q.eachPending(v, func(j *sim.Job) bool {
+		if q.placer.Place(c, j, &q.pl) {
+			if err = q.start(p, j); err != nil {
+				return false
+			}
+			return true
+		}
+		if q.strict {
+			head = j
+			return false
+		}
+		return true
+	})
+	q.settle()
+	if err != nil || head == nil || q.bf == bfNone {
+		return err
+	}
+	if q.bf == bfEASY {
+		err = q.easy(v, p, head)
+	} else {
+		err = q.conservative(v, p, head)
+	}
+	q.settle()
+	return err
+}
+
+// host returns how many replicas of s node n could take with the live free
+// resources plus the scratch extras, minus dGPU/dCPU/dMem.
+func (q *queuePolicy) host(c *sim.Cluster, n sim.NodeID, s *sim.JobSpec, dGPU int32, dCPU, dMem int64) int64 {
+	k := int64(1 << 40)
+	if g := s.GPUsPerReplica; g > 0 {
+		k = int64(c.NodeFreeGPUs(n)+q.extraGPU[n]-dGPU) / int64(g)
+	}
+	if s.CPUMilli > 0 {
+		k = min(k, (c.NodeFreeCPU(n)+q.extraCPU[n]-dCPU)/s.CPUMilli)
+	}
+	if s.MemoryMiB > 0 {
+		k = min(k, (c.NodeFreeMemory(n)+q.extraMem[n]-dMem)/s.MemoryMiB)
+	}
+	return max(k, 0)
+}
+
+func (q *queuePolicy) clearExtras() {
+	for _, n := range q.touched {
+		q.extraGPU[n], q.extraCPU[n], q.extraMem[n] = 0, 0, 0
+	}
+	q.touched = q.touched[:0]
+}
+
+// easy runs one EASY backfill pass behind the blocked head job h: it finds the
+// shadow time at which h fits once running jobs end at their estimated ends, then
+// starts later jobs that fit now and either end (by estimate) before the shadow time
+// or leave enough room for h at the shadow time.
+func (q *queuePolicy) easy(v *sim.View, p *sim.Plan, h *sim.Job) error {
+	c := v.Cluster()
+	now := v.Now()
+	hs := &h.Spec
+	wholeHead := hs.GPUsPerReplica > 0 && !hs.Fractional()
+	shadow := sim.Never
+	mstar := -1
+	defer q.clearExtras()
+	if wholeHead {
+		models := c.Models()
+		for m := range q.hostC {
+			q.hostC[m] = -1
+			if !hs.AllowsModel(models[m]) {
+				continue
+			}
+			var cnt int64
+			for k := hs.GPUsPerReplica; k <= c.MaxGPUsPerNode(); k++ {
+				for n := c.NextNodeWithFree(m, k, 0); n >= 0; n = c.NextNodeWithFree(m, k, n+1) {
+					cnt += q.host(c, n, hs, 0, 0, 0)
+				}
+			}
+			q.hostC[m] = cnt
+		}
+		q.run.each(func(r *sim.Job) bool {
+			t := q.estEnd(r)
+			if q.window > 0 && t > now.Add(q.window) {
+				return false
+			}
+			rs := &r.Spec
+			g := rs.GPUsPerReplica
+			whole := g > 0 && !rs.Fractional()
+			for i, n := range r.Nodes {
+				m := c.NodeModel(n)
+				before := int64(0)
+				if q.hostC[m] >= 0 {
+					before = q.host(c, n, hs, 0, 0, 0)
+				}
+				if q.extraGPU[n] == 0 && q.extraCPU[n] == 0 && q.extraMem[n] == 0 {
+					q.touched = append(q.touched, n)
+				}
+				if whole {
+					q.extraGPU[n] += g
+				}
+				q.extraCPU[n] += rs.CPUMilli
+				q.extraMem[n] += rs.MemoryMiB
+				_ = i
+				if q.hostC[m] >= 0 {
+					q.hostC[m] += q.host(c, n, hs, 0, 0, 0) - before
+				}
+			}
+			for m, cnt := range q.hostC {
+				if cnt >= int64(hs.Replicas) {
+					shadow, mstar = t, m
+					return false
+				}
+			}
+			return true
+		})
+	} else {
+		// Fractional or CPU-only head: aggregate milli-GPU (and CPU) release order.
+		needMilli := hs.GPUDemandMilli()
+		free := c.NumGPUs()*int64(sim.WholeGPU) - c.AllocatedMilli()
+		q.run.each(func(r *sim.Job) bool {
+			t := q.estEnd(r)
+			if q.window > 0 && t > now.Add(q.window) {
+				return false
+			}
+			free += r.Spec.GPUDemandMilli()
+			if free >= needMilli {
+				shadow = t
+				return false
+			}
+			return true
+		})
+	}
+	if shadow != sim.Never {
+		p.Reserve(h.Ref, shadow)
+	}
+	tested := 0
+	passed := false
+	var err error
+	q.eachPending(v, func(j *sim.Job) bool {
+		if !passed {
+			passed = j == h
+			return true
+		}
+		if tested >= q.maxTest {
+			return false
+		}
+		tested++
+		if int64(j.Spec.TotalGPUs()) > c.FreeGPUs() && !j.Spec.Fractional() {
+			return true // cannot fit now: O(1) rejection
+		}
+		if !q.placer.Place(c, j, &q.pl) {
+			return true
+		}
+		rem := j.Estimate - j.Done
+		if shadow == sim.Never || now.Add(max(rem, 0)) <= shadow {
+			err = q.start(p, j)
+			return err == nil
+		}
+		if mstar < 0 {
+			return true // non-whole head: only jobs that end before the shadow time
+		}
+		// Would h still fit at the shadow time if j keeps its resources?
+		var loss int64
+		js := &j.Spec
+		g := int(js.GPUsPerReplica)
+		for r, n := range q.pl.Nodes {
+			if c.NodeModel(n) != mstar || q.pl.usedEarlier(r) {
+				continue
+			}
+			// all replicas of j on node n at once
+			var dGPU int32
+			var reps int64
+			for r2 := r; r2 < len(q.pl.Nodes); r2++ {
+				if q.pl.Nodes[r2] != n {
+					continue
+				}
+				reps++
+				for _, gpu := range q.pl.GPUs[r2*g : (r2+1)*g] {
+					if c.GPUUsed(gpu) == 0 {
+						dGPU++
+					}
+				}
+			}
+			loss += q.host(c, n, hs, 0, 0, 0) - q.host(c, n, hs, dGPU, reps*js.CPUMilli, reps*js.MemoryMiB)
+		}
+		if q.hostC[mstar]-loss >= int64(hs.Replicas) {
+			if err = q.start(p, j); err != nil {
+				return false
+			}
+			q.hostC[mstar] -= loss
+		}
+		return true
+	})
+	return err
+}
+
+// usedEarlier reports whether replica r's node already appeared in an earlier replica.
+func (pl *Placement) usedEarlier(r int) bool {
+	for i := 0; i < r; i++ {
+		if pl.Nodes[i] == pl.Nodes[r] {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,139 @@
+package policies
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpusim/gpusim/sim"
+	. "github.com/gpusim/gpusim/sim/simtest"
+)
+
+func mustPolicy(t *testing.T, name string) sim.Policy {
+	t.Helper()
+	p, err := New(name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The issue's hand-checked case: one 8-GPU node; at t=0 J1 (4 GPUs, 100 s),
+// J2 (8 GPUs, 50 s), J3 (2 GPUs, 30 s, walltime 30 s).
+func TestHandCheckedFIFOvsEASY(t *testing.T) {
+	jobs := []sim.JobSpec{
+		MakeJob("J1").GPUs(4).Dur(100).Obj(),
+		MakeJob("J2").GPUs(8).Dur(50).Obj(),
+		MakeJob("J3").GPUs(2).Dur(30).Wall(30).Obj(),
+	}
+	cases := map[string]map[string]float64{
+		"fifo":                  {"J1": 0, "J2": 100, "J3": 150},
+		"easy-backfill":         {"J1": 0, "J2": 100, "J3": 0},
+		"conservative-backfill": {"J1": 0, "J2": 100, "J3": 0},
+		"sjf":                   {"J1": 80, "J2": 30, "J3": 0}, // shortest estimate first: J3, J2, J1
+		"priority":              {"J1": 0, "J2": 100, "J3": 150},
+	}
+	for name, want := range cases {
+		t.Run(name, func(t *testing.T) {
+			res := Run(t, Nodes(1, 8), mustPolicy(t, name), jobs...)
+			if d := cmp.Diff(want, Starts(res)); d != "" {
+				t.Errorf("starts (-want +got):\n%s\nlog:\n%s", d, Schedule(res))
+			}
+		})
+	}
+}
+
+func TestEASYReservationLogged(t *testing.T) {
+	jobs := []sim.JobSpec{
+		MakeJob("J1").GPUs(4).Dur(100).Obj(),
+		MakeJob("J2").GPUs(8).Dur(50).Obj(),
+		MakeJob("J3").GPUs(2).Dur(30).Wall(30).Obj(),
+		MakeJob("J4").GPUs(4).Dur(200).Wall(200).Obj(), // would delay J2: must wait
+	}
+	res := Run(t, Nodes(1, 8), mustPolicy(t, "easy-backfill"), jobs...)
+	want := `t=0 arrive J1
+t=0 arrive J2
+t=0 arrive J3
+t=0 arrive J4
+t=0 start J1
+t=0 start J3
+t=0 reserve J2 at=100
+t=30 finish J3
+t=100 finish J1
+t=100 start J2
+t=100 reserve J4 at=150
+t=150 finish J2
+t=150 start J4
+t=350 finish J4
+`
+	if d := cmp.Diff(want, Schedule(res)); d != "" {
+		t.Errorf("schedule (-want +got):\n%s", d)
+	}
+}
+
+func TestNonStrictSkipsBlockedJobs(t *testing.T) {
+	jobs := []sim.JobSpec{
+		MakeJob("J1").GPUs(4).Dur(100).Obj(),
+		MakeJob("J2").GPUs(8).Dur(50).Obj(),
+		MakeJob("J3").GPUs(4).Dur(500).Obj(),
+	}
+	f := false
+	p, err := newQueuePolicy("fifo", orderFIFO, bfNone, QueueParams{Strict: &f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Starts(Run(t, Nodes(1, 8), p, jobs...))
+	want := map[string]float64{"J1": 0, "J2": 500, "J3": 0}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+}
+
+func TestPlacements(t *testing.T) {
+	// Node 0 has 2 free GPUs, node 1 has 6 free, node 2 has 8 free.
+	c := Cluster(t, Nodes(3, 8))
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(c.Allocate(0, []sim.GPUID{0, 1, 2, 3, 4, 5}, 1000, 0, 0))
+	must(c.Allocate(1, []sim.GPUID{8, 9}, 1000, 0, 0))
+	j := &sim.Job{Spec: MakeJob("x").GPUs(2).Obj()}
+	for name, wantNode := range map[string]sim.NodeID{"first-fit": 0, "best-fit": 0, "spread": 2} {
+		pl, _ := NewPlacer(name)
+		var out Placement
+		if !pl.Place(c, j, &out) {
+			t.Fatalf("%s: no placement", name)
+		}
+		if out.Nodes[0] != wantNode {
+			t.Errorf("%s: node %d, want %d", name, out.Nodes[0], wantNode)
+		}
+	}
+	j4 := &sim.Job{Spec: MakeJob("y").GPUs(4).Obj()}
+	for name, wantNode := range map[string]sim.NodeID{"first-fit": 1, "best-fit": 1, "spread": 2} {
+		pl, _ := NewPlacer(name)
+		var out Placement
+		if !pl.Place(c, j4, &out) || out.Nodes[0] != wantNode {
+			t.Errorf("%s: got %v, want node %d", name, out.Nodes, wantNode)
+		}
+	}
+	// A gang of 3 x 4 GPUs: first-fit uses node 1 then node 2 twice.
+	g := &sim.Job{Spec: MakeJob("g").GPUs(4).Replicas(3).Obj()}
+	pl, _ := NewPlacer("first-fit")
+	var out Placement
+	if !pl.Place(c, g, &out) {
+		t.Fatal("gang not placed")
+	}
+	if d := cmp.Diff([]sim.NodeID{1, 2, 2}, out.Nodes); d != "" {
+		t.Errorf("gang nodes: %s", d)
+	}
+	// spread puts one replica per node first: nodes 2 (8 free), 1 (6 free) then 2 again.
+	pl, _ = NewPlacer("spread")
+	if !pl.Place(c, g, &out) {
+		t.Fatal("gang not placed (spread)")
+	}
+	if d := cmp.Diff([]sim.NodeID{2, 1, 2}, out.Nodes); d != "" {
+		t.Errorf("spread gang nodes: %s", d)
+	}
+}

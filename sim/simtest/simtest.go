@@ -1,0 +1,125 @@
+// Package simtest holds builders and helpers for tests of the engine and policies:
+// fluent job builders, small clusters, and a Run helper that returns the schedule.
+package simtest
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/gpusim/gpusim/sim"
+)
+
+// JobBuilder builds a sim.JobSpec fluently: MakeJob("j1").GPUs(4).Dur(100).Obj().
+type JobBuilder struct{ s sim.JobSpec }
+
+// MakeJob starts a 1-replica, 1-GPU, 1-second job submitted at 0.
+func MakeJob(id string) *JobBuilder {
+	return &JobBuilder{s: sim.JobSpec{ID: sim.JobID(id), Replicas: 1, GPUsPerReplica: 1, GPUMilli: sim.WholeGPU, Duration: sim.Second, Class: sim.ClassUnknown}}
+}
+
+// GPUs sets GPUs per replica.
+func (b *JobBuilder) GPUs(n int32) *JobBuilder { b.s.GPUsPerReplica = n; return b }
+
+// Replicas sets the gang size.
+func (b *JobBuilder) Replicas(n int32) *JobBuilder { b.s.Replicas = n; return b }
+
+// Milli sets a fractional share.
+func (b *JobBuilder) Milli(m int32) *JobBuilder { b.s.GPUMilli = sim.MilliGPU(m); return b }
+
+// Dur sets the true duration in seconds.
+func (b *JobBuilder) Dur(sec float64) *JobBuilder { b.s.Duration = sim.Seconds(sec); return b }
+
+// Wall sets the walltime estimate in seconds.
+func (b *JobBuilder) Wall(sec float64) *JobBuilder { b.s.Walltime = sim.Seconds(sec); return b }
+
+// At sets the submit time in seconds.
+func (b *JobBuilder) At(sec float64) *JobBuilder { b.s.Submit = sim.Time(sim.Seconds(sec)); return b }
+
+// Prio sets the priority.
+func (b *JobBuilder) Prio(p int32) *JobBuilder { b.s.Priority = p; return b }
+
+// Models restricts GPU models.
+func (b *JobBuilder) Models(m ...string) *JobBuilder { b.s.GPUModels = m; return b }
+
+// CPU sets CPU millicores per replica.
+func (b *JobBuilder) CPU(m int64) *JobBuilder { b.s.CPUMilli = m; return b }
+
+// Obj returns the spec.
+func (b *JobBuilder) Obj() sim.JobSpec { return b.s }
+
+// Nodes returns n identical nodes with gpus GPUs of model "h100", 8 GPUs per NVLink
+// island, 2 per PCIe switch, 4 per socket, 4 nodes per leaf.
+func Nodes(n int, gpus int32) []sim.NodeSpec {
+	out := make([]sim.NodeSpec, n)
+	for i := range out {
+		out[i] = sim.NodeSpec{Name: fmt.Sprintf("n%d", i), Pool: "p", GPUModel: "h100", GPUs: gpus,
+			CPUMilli: 1 << 20, MemoryMiB: 1 << 30, NVLinkSize: 8, PCIeSize: 2, SocketSize: 4,
+			NVLinkDomain: -1, Leaf: int32(i / 4)}
+	}
+	return out
+}
+
+// Cluster builds a cluster or fails the test.
+func Cluster(t testing.TB, nodes []sim.NodeSpec) *sim.Cluster {
+	t.Helper()
+	c, err := sim.NewCluster(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Run runs pol over jobs on nodes and returns the result (fails the test on error).
+func Run(t testing.TB, nodes []sim.NodeSpec, pol sim.Policy, jobs ...sim.JobSpec) *sim.Result {
+	t.Helper()
+	e, err := sim.NewEngine(sim.Config{Cluster: Cluster(t, nodes), Jobs: jobs, Policy: pol, Seed: 1, EnforceWalltime: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// Starts maps job id to its first start time in seconds (-1 if never started).
+func Starts(res *sim.Result) map[string]float64 {
+	m := map[string]float64{}
+	for i := range res.Jobs {
+		j := &res.Jobs[i]
+		if j.FirstStart == sim.Never {
+			m[string(j.Spec.ID)] = -1
+		} else {
+			m[string(j.Spec.ID)] = j.FirstStart.Seconds()
+		}
+	}
+	return m
+}
+
+// Schedule renders the event log as text lines "t=<s> <kind> <job>" (reservations
+// included), for golden comparisons.
+func Schedule(res *sim.Result) string {
+	var b strings.Builder
+	for _, e := range res.Log {
+		fmt.Fprintf(&b, "t=%g %s %s", e.Time.Seconds(), e.Kind, res.Jobs[e.Job].Spec.ID)
+		if e.Kind == sim.EvReserve {
+			fmt.Fprintf(&b, " at=%g", sim.Time(e.Value).Seconds())
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// SortedIDs returns map keys sorted (helper for stable messages).
+func SortedIDs(m map[string]float64) []string {
+	k := make([]string, 0, len(m))
+	for id := range m {
+		k = append(k, id)
+	}
+	sort.Strings(k)
+	return k
+}
