@@ -1,0 +1,517 @@
+package traces
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/gpusim/gpusim/sim"
+)
+
+// Native column indexes.
+const (
+	cID = iota
+	cSubmit
+	cGPUs
+	cDuration
+	cReplicas
+	cWalltime
+	cGPUMilli
+	cGPUModel
+	cQueue
+	cUser
+	cTeam
+	cClass
+	cPriority
+	cCPUMilli
+	cMemory
+	numNativeCols
+)
+
+// NativeColumns lists the native format's columns in the order the writers use.
+// The first four are required on input.
+var NativeColumns = []string{
+	"id", "submit_s", "gpus", "duration_s", "replicas", "walltime_s", "gpu_milli",
+	"gpu_model", "queue", "user", "team", "class", "priority", "cpu_milli", "memory_mib",
+}
+
+const nativeRequired = 4
+
+// fieldSource is one row of a native table, column by column (CSV or Parquet).
+// present is false for a missing column or an empty/null value.
+type fieldSource interface {
+	str(col int) (s string, present bool)
+	num(col int) (v float64, present bool, err error)
+	integer(col int, bits int) (v int64, present bool, err error)
+}
+
+// nativeRow turns one row into a JobSpec, checking every field. It returns a
+// *RowError naming the first bad column.
+func nativeRow(src fieldSource, file string, line int, in interner) (sim.JobSpec, error) {
+	var j sim.JobSpec
+	bad := func(col int, format string, args ...any) (sim.JobSpec, error) {
+		return sim.JobSpec{}, rowErr(file, line, NativeColumns[col], format, args...)
+	}
+	id, ok := src.str(cID)
+	if !ok {
+		return bad(cID, "missing value")
+	}
+	j.ID = sim.JobID(strings.Clone(id))
+	secs := func(col int, required bool) (sim.Duration, error) {
+		v, ok, err := src.num(col)
+		if err != nil {
+			return 0, rowErr(file, line, NativeColumns[col], "%v", err)
+		}
+		if !ok {
+			if required {
+				return 0, rowErr(file, line, NativeColumns[col], "missing value")
+			}
+			return 0, nil
+		}
+		if v < 0 {
+			return 0, rowErr(file, line, NativeColumns[col], "negative time %v", v)
+		}
+		return sim.Seconds(v), nil
+	}
+	d, err := secs(cSubmit, true)
+	if err != nil {
+		return sim.JobSpec{}, err
+	}
+	j.Submit = sim.Time(d)
+	if j.Duration, err = secs(cDuration, true); err != nil {
+		return sim.JobSpec{}, err
+	}
+	if j.Walltime, err = secs(cWalltime, false); err != nil {
+		return sim.JobSpec{}, err
+	}
+	ints := func(col, bits int, def int64, required bool) (int64, error) {
+		v, ok, err := src.integer(col, bits)
+		if err != nil {
+			return 0, rowErr(file, line, NativeColumns[col], "%v", err)
+		}
+		if !ok {
+			if required {
+				return 0, rowErr(file, line, NativeColumns[col], "missing value")
+			}
+			return def, nil
+		}
+		return v, nil
+	}
+	gpus, err := ints(cGPUs, 32, 0, true)
+	if err != nil {
+		return sim.JobSpec{}, err
+	}
+	if gpus < 0 {
+		return bad(cGPUs, "must be >= 0, got %d", gpus)
+	}
+	j.GPUsPerReplica = int32(gpus)
+	reps, err := ints(cReplicas, 32, 1, false)
+	if err != nil {
+		return sim.JobSpec{}, err
+	}
+	if reps < 1 {
+		return bad(cReplicas, "must be >= 1, got %d", reps)
+	}
+	j.Replicas = int32(reps)
+	milli, err := ints(cGPUMilli, 32, 1000, false)
+	if err != nil {
+		return sim.JobSpec{}, err
+	}
+	if gpus > 0 && (milli < 1 || milli > 1000) {
+		return bad(cGPUMilli, "must be in 1..1000, got %d", milli)
+	}
+	if gpus == 0 && (milli < 0 || milli > 1000) {
+		return bad(cGPUMilli, "must be in 0..1000, got %d", milli)
+	}
+	if gpus > 0 && milli < 1000 && (gpus != 1 || reps != 1) {
+		return bad(cGPUMilli, "a fractional share (%d) needs gpus=1 and replicas=1", milli)
+	}
+	j.GPUMilli = sim.MilliGPU(milli)
+	if gpus == 0 {
+		j.GPUMilli = sim.WholeGPU
+	}
+	if m, ok := src.str(cGPUModel); ok {
+		j.GPUModels = splitModels(m, in)
+	}
+	if s, ok := src.str(cQueue); ok {
+		j.Queue = in.get(s)
+	}
+	if s, ok := src.str(cUser); ok {
+		j.User = in.get(s)
+	}
+	if s, ok := src.str(cTeam); ok {
+		j.Team = in.get(s)
+	}
+	cls, _ := src.str(cClass)
+	if j.Class, err = sim.ParseClass(strings.TrimSpace(cls)); err != nil {
+		return bad(cClass, "%v", err)
+	}
+	p, err := ints(cPriority, 32, 0, false)
+	if err != nil {
+		return sim.JobSpec{}, err
+	}
+	j.Priority = int32(p)
+	if j.CPUMilli, err = ints(cCPUMilli, 64, 0, false); err != nil {
+		return sim.JobSpec{}, err
+	}
+	if j.CPUMilli < 0 {
+		return bad(cCPUMilli, "must be >= 0, got %d", j.CPUMilli)
+	}
+	if j.MemoryMiB, err = ints(cMemory, 64, 0, false); err != nil {
+		return sim.JobSpec{}, err
+	}
+	if j.MemoryMiB < 0 {
+		return bad(cMemory, "must be >= 0, got %d", j.MemoryMiB)
+	}
+	if err := j.Validate(); err != nil {
+		return sim.JobSpec{}, validationRowErr(file, line, err)
+	}
+	return j, nil
+}
+
+// validationRowErr turns a sim.JobSpec.Validate error ("field: msg; ...") into a
+// RowError naming the first field.
+func validationRowErr(file string, line int, err error) *RowError {
+	msg := err.Error()
+	col := ""
+	if i := strings.Index(msg, ": "); i > 0 && !strings.ContainsAny(msg[:i], " ;") {
+		col, msg = msg[:i], msg[i+2:]
+	}
+	return &RowError{File: file, Line: line, Column: col, Err: errors.New(msg)}
+}
+
+// splitModels splits a "|"-separated model list, dropping empty entries.
+func splitModels(s string, in interner) []string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil
+	}
+	parts := strings.Split(s, "|")
+	out := parts[:0]
+	for _, p := range parts {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, in.get(p))
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// dupSet remembers job IDs to reject duplicates. It stores a 128-bit hash of each ID
+// (two independent maphash values) and the line it was seen on, about 30-50 bytes per
+// job; the chance of a false duplicate is below 1e-20 for 10^7 jobs.
+type dupSet struct {
+	s1, s2 maphash.Seed
+	seen   map[[2]uint64]int32
+}
+
+func newDupSet() *dupSet {
+	return &dupSet{s1: maphash.MakeSeed(), s2: maphash.MakeSeed(), seen: map[[2]uint64]int32{}}
+}
+
+// add records id at line and returns the earlier line if id was seen before.
+func (d *dupSet) add(id sim.JobID, line int) (prev int, dup bool) {
+	k := [2]uint64{maphash.String(d.s1, string(id)), maphash.String(d.s2, string(id))}
+	if p, ok := d.seen[k]; ok {
+		return int(p), true
+	}
+	d.seen[k] = int32(min(line, 1<<31-1))
+	return 0, false
+}
+
+// csvFields adapts a csvIn record to fieldSource through a column map.
+type csvFields struct {
+	in  *csvIn
+	idx [numNativeCols]int
+}
+
+func (c *csvFields) str(col int) (string, bool) {
+	s := c.in.raw(c.idx[col])
+	if strings.TrimSpace(s) == "" {
+		return "", false
+	}
+	return s, true
+}
+
+func (c *csvFields) num(col int) (float64, bool, error) {
+	s := c.in.get(c.idx[col])
+	if s == "" {
+		return 0, false, nil
+	}
+	v, err := parseNum(s)
+	return v, true, err
+}
+
+func (c *csvFields) integer(col, bits int) (int64, bool, error) {
+	s := c.in.get(c.idx[col])
+	if s == "" {
+		return 0, false, nil
+	}
+	v, err := parseInt(s, bits)
+	return v, true, err
+}
+
+// nativeCSVReader streams a native CSV trace.
+type nativeCSVReader struct {
+	in     *csvIn
+	fields csvFields
+	rep    *ImportReport
+	dups   *dupSet
+	intern interner
+}
+
+func openNativeCSV(path string, opts ReadOptions) (JobReader, error) {
+	in, err := openCSV(path, ',')
+	if err != nil {
+		return nil, err
+	}
+	r, err := newNativeCSVReader(in, opts)
+	if err != nil {
+		in.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func newNativeCSVReader(in *csvIn, opts ReadOptions) (*nativeCSVReader, error) {
+	r := &nativeCSVReader{in: in, rep: newReport(in.file, FormatNative), intern: interner{}}
+	r.fields.in = in
+	if err := mapNativeColumns(in.file, in.header, r.fields.idx[:]); err != nil {
+		return nil, err
+	}
+	if !opts.AllowDuplicateIDs {
+		r.dups = newDupSet()
+	}
+	return r, nil
+}
+
+// mapNativeColumns fills idx (column -> position in header, -1 if absent) and
+// rejects unknown and missing required columns.
+func mapNativeColumns(file string, header []string, idx []int) error {
+	for i := range idx {
+		idx[i] = -1
+	}
+	var unknown []string
+	for pos, h := range header {
+		h = strings.ToLower(strings.TrimSpace(h))
+		found := false
+		for c, name := range NativeColumns {
+			if h == name {
+				if idx[c] >= 0 {
+					return rowErr(file, 1, h, "duplicate column")
+				}
+				idx[c] = pos
+				found = true
+				break
+			}
+		}
+		if !found {
+			unknown = append(unknown, strconv.Quote(h))
+		}
+	}
+	if len(unknown) > 0 {
+		return rowErr(file, 1, "", "unknown column(s) %s (native columns: %s)", strings.Join(unknown, ", "), strings.Join(NativeColumns, ","))
+	}
+	var miss []string
+	for c := 0; c < nativeRequired; c++ {
+		if idx[c] < 0 {
+			miss = append(miss, NativeColumns[c])
+		}
+	}
+	if len(miss) > 0 {
+		return rowErr(file, 1, strings.Join(miss, ", "), "missing required column")
+	}
+	return nil
+}
+
+func (r *nativeCSVReader) Next() (sim.JobSpec, error) {
+	if err := r.in.next(); err != nil {
+		return sim.JobSpec{}, err
+	}
+	r.rep.Rows++
+	j, err := nativeRow(&r.fields, r.in.file, r.in.line, r.intern)
+	if err != nil {
+		return sim.JobSpec{}, err
+	}
+	if r.dups != nil {
+		if prev, dup := r.dups.add(j.ID, r.in.line); dup {
+			return sim.JobSpec{}, rowErr(r.in.file, r.in.line, "id", "duplicate job id %q (first on line %d)", j.ID, prev)
+		}
+	}
+	r.rep.Imported++
+	return j, nil
+}
+
+func (r *nativeCSVReader) Report() *ImportReport { return r.rep }
+func (r *nativeCSVReader) Close() error          { return r.in.close() }
+
+// JobWriter receives jobs one at a time; Close flushes and finishes the output (it
+// does not close the underlying io.Writer).
+type JobWriter interface {
+	Write(j *sim.JobSpec) error
+	Close() error
+}
+
+// NativeCSVWriter writes jobs as native CSV with every column, in NativeColumns
+// order. Seconds are written with the shortest decimal that reads back to the same
+// microsecond; string fields are quoted when needed.
+type NativeCSVWriter struct {
+	w      io.Writer
+	buf    []byte
+	header bool
+}
+
+// NewNativeCSVWriter returns a writer to w. The header is written with the first
+// job, or by Close for an empty trace.
+func NewNativeCSVWriter(w io.Writer) *NativeCSVWriter {
+	return &NativeCSVWriter{w: w, buf: make([]byte, 0, 64<<10)}
+}
+
+func (n *NativeCSVWriter) writeHeader() {
+	if !n.header {
+		n.buf = append(n.buf, strings.Join(NativeColumns, ",")...)
+		n.buf = append(n.buf, '\n')
+		n.header = true
+	}
+}
+
+// Write appends one job.
+func (n *NativeCSVWriter) Write(j *sim.JobSpec) error {
+	n.writeHeader()
+	b := n.buf
+	b = appendCSVString(b, string(j.ID))
+	b = append(b, ',')
+	b = appendSeconds(b, int64(j.Submit))
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(j.GPUsPerReplica), 10)
+	b = append(b, ',')
+	b = appendSeconds(b, int64(j.Duration))
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(j.Replicas), 10)
+	b = append(b, ',')
+	if j.Walltime > 0 {
+		b = appendSeconds(b, int64(j.Walltime))
+	}
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(j.GPUMilli), 10)
+	b = append(b, ',')
+	b = appendCSVString(b, strings.Join(j.GPUModels, "|"))
+	b = append(b, ',')
+	b = appendCSVString(b, j.Queue)
+	b = append(b, ',')
+	b = appendCSVString(b, j.User)
+	b = append(b, ',')
+	b = appendCSVString(b, j.Team)
+	b = append(b, ',')
+	if j.Class != sim.ClassUnknown {
+		b = appendCSVString(b, string(j.Class))
+	}
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(j.Priority), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, j.CPUMilli, 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, j.MemoryMiB, 10)
+	b = append(b, '\n')
+	n.buf = b
+	if len(b) >= 60<<10 {
+		return n.flush()
+	}
+	return nil
+}
+
+func (n *NativeCSVWriter) flush() error {
+	if len(n.buf) == 0 {
+		return nil
+	}
+	_, err := n.w.Write(n.buf)
+	n.buf = n.buf[:0]
+	return err
+}
+
+// Close writes the header if no job was written and flushes.
+func (n *NativeCSVWriter) Close() error {
+	n.writeHeader()
+	return n.flush()
+}
+
+// appendSeconds writes microseconds us as decimal seconds, exactly.
+func appendSeconds(b []byte, us int64) []byte {
+	if us < 0 {
+		b = append(b, '-')
+		us = -us
+	}
+	b = strconv.AppendInt(b, us/1e6, 10)
+	if frac := us % 1e6; frac != 0 {
+		var d [7]byte
+		d[0] = '.'
+		for i := 6; i >= 1; i-- {
+			d[i] = byte('0' + frac%10)
+			frac /= 10
+		}
+		k := 7
+		for d[k-1] == '0' {
+			k--
+		}
+		b = append(b, d[:k]...)
+	}
+	return b
+}
+
+// appendCSVString appends s, quoted when it contains a separator, quote, line break
+// or surrounding space.
+func appendCSVString(b []byte, s string) []byte {
+	need := false
+	if s != "" && (s[0] == ' ' || s[0] == '\t' || s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		need = true
+	}
+	if !need && strings.ContainsAny(s, ",\"\r\n") {
+		need = true
+	}
+	if !need {
+		return append(b, s...)
+	}
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' {
+			b = append(b, '"')
+		}
+		b = append(b, s[i])
+	}
+	return append(b, '"')
+}
+
+// WriteNativeCSV writes jobs as a native CSV trace to w.
+func WriteNativeCSV(w io.Writer, jobs []sim.JobSpec) error {
+	n := NewNativeCSVWriter(w)
+	for i := range jobs {
+		if err := n.Write(&jobs[i]); err != nil {
+			return err
+		}
+	}
+	return n.Close()
+}
+
+// CopyJobs streams every job from src to dst and returns how many were copied. It
+// does not close either end.
+func CopyJobs(dst JobWriter, src JobReader) (int, error) {
+	n := 0
+	for {
+		j, err := src.Next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		if err := dst.Write(&j); err != nil {
+			return n, fmt.Errorf("write: %w", err)
+		}
+		n++
+	}
+}

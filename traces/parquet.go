@@ -1,0 +1,382 @@
+package traces
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow/go/v15/parquet"
+	"github.com/apache/arrow/go/v15/parquet/compress"
+	"github.com/apache/arrow/go/v15/parquet/file"
+	"github.com/apache/arrow/go/v15/parquet/pqarrow"
+
+	"github.com/gpusim/gpusim/sim"
+)
+
+// parquetBatch is the number of rows per written row group and per read batch; it
+// bounds the memory of both directions.
+const parquetBatch = 1 << 17
+
+var nativeArrowTypes = [numNativeCols]arrow.DataType{
+	cID: arrow.BinaryTypes.String, cSubmit: arrow.PrimitiveTypes.Float64, cGPUs: arrow.PrimitiveTypes.Int32,
+	cDuration: arrow.PrimitiveTypes.Float64, cReplicas: arrow.PrimitiveTypes.Int32, cWalltime: arrow.PrimitiveTypes.Float64,
+	cGPUMilli: arrow.PrimitiveTypes.Int32, cGPUModel: arrow.BinaryTypes.String, cQueue: arrow.BinaryTypes.String,
+	cUser: arrow.BinaryTypes.String, cTeam: arrow.BinaryTypes.String, cClass: arrow.BinaryTypes.String,
+	cPriority: arrow.PrimitiveTypes.Int32, cCPUMilli: arrow.PrimitiveTypes.Int64, cMemory: arrow.PrimitiveTypes.Int64,
+}
+
+// NativeArrowSchema is the Arrow schema of native Parquet files written by gpusim:
+// the NativeColumns with seconds as float64, counts as int32/int64 and text as
+// UTF-8 strings (empty = not given). Readers also accept other integer/float
+// widths and nullable columns (null = not given).
+func NativeArrowSchema() *arrow.Schema {
+	fields := make([]arrow.Field, numNativeCols)
+	for i := range fields {
+		fields[i] = arrow.Field{Name: NativeColumns[i], Type: nativeArrowTypes[i]}
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// NativeParquetWriter writes jobs as a native Parquet file, one row group per
+// 131072 jobs (zstd-compressed, dictionary-encoded text).
+type NativeParquetWriter struct {
+	fw   *pqarrow.FileWriter
+	b    *array.RecordBuilder
+	n    int
+	bld  [numNativeCols]array.Builder
+	done bool
+}
+
+// NewNativeParquetWriter starts a Parquet file on w. Close must be called to write
+// the footer.
+func NewNativeParquetWriter(w io.Writer) (*NativeParquetWriter, error) {
+	schema := NativeArrowSchema()
+	props := parquet.NewWriterProperties(
+		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithCompressionLevel(1),
+		parquet.WithDictionaryDefault(true),
+		parquet.WithMaxRowGroupLength(parquetBatch),
+		parquet.WithCreatedBy("gpusim"),
+	)
+	fw, err := pqarrow.NewFileWriter(schema, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		return nil, err
+	}
+	p := &NativeParquetWriter{fw: fw, b: array.NewRecordBuilder(memory.DefaultAllocator, schema)}
+	for i := range p.bld {
+		p.bld[i] = p.b.Field(i)
+	}
+	return p, nil
+}
+
+// Write appends one job.
+func (p *NativeParquetWriter) Write(j *sim.JobSpec) error {
+	if p.done {
+		return errors.New("parquet writer is closed")
+	}
+	s := func(c int, v string) { p.bld[c].(*array.StringBuilder).Append(v) }
+	f := func(c int, v sim.Duration) { p.bld[c].(*array.Float64Builder).Append(v.Seconds()) }
+	s(cID, string(j.ID))
+	f(cSubmit, sim.Duration(j.Submit))
+	p.bld[cGPUs].(*array.Int32Builder).Append(j.GPUsPerReplica)
+	f(cDuration, j.Duration)
+	p.bld[cReplicas].(*array.Int32Builder).Append(j.Replicas)
+	f(cWalltime, j.Walltime)
+	p.bld[cGPUMilli].(*array.Int32Builder).Append(int32(j.GPUMilli))
+	s(cGPUModel, strings.Join(j.GPUModels, "|"))
+	s(cQueue, j.Queue)
+	s(cUser, j.User)
+	s(cTeam, j.Team)
+	cls := string(j.Class)
+	if j.Class == sim.ClassUnknown {
+		cls = ""
+	}
+	s(cClass, cls)
+	p.bld[cPriority].(*array.Int32Builder).Append(j.Priority)
+	p.bld[cCPUMilli].(*array.Int64Builder).Append(j.CPUMilli)
+	p.bld[cMemory].(*array.Int64Builder).Append(j.MemoryMiB)
+	p.n++
+	if p.n >= parquetBatch {
+		return p.flush()
+	}
+	return nil
+}
+
+func (p *NativeParquetWriter) flush() error {
+	if p.n == 0 {
+		return nil
+	}
+	rec := p.b.NewRecord()
+	defer rec.Release()
+	p.n = 0
+	return p.fw.Write(rec)
+}
+
+// Close flushes the last row group and writes the footer.
+func (p *NativeParquetWriter) Close() error {
+	if p.done {
+		return nil
+	}
+	p.done = true
+	err := p.flush()
+	p.b.Release()
+	if cerr := p.fw.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// WriteNativeParquet writes jobs as a native Parquet file to w.
+func WriteNativeParquet(w io.Writer, jobs []sim.JobSpec) error {
+	p, err := NewNativeParquetWriter(w)
+	if err != nil {
+		return err
+	}
+	for i := range jobs {
+		if err := p.Write(&jobs[i]); err != nil {
+			p.Close()
+			return err
+		}
+	}
+	return p.Close()
+}
+
+// nativeParquetReader streams a native Parquet trace one record batch at a time.
+type nativeParquetReader struct {
+	path   string
+	f      *os.File
+	pf     *file.Reader
+	rr     pqarrow.RecordReader
+	idx    [numNativeCols]int
+	rec    arrow.Record
+	cols   [numNativeCols]arrow.Array
+	row    int // row inside rec
+	line   int // rows read so far
+	rep    *ImportReport
+	dups   *dupSet
+	intern interner
+}
+
+func openNativeParquet(path string, opts ReadOptions) (jr JobReader, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	r := &nativeParquetReader{path: path, f: f, rep: newReport(path, FormatNative), intern: interner{}}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s: not a readable Parquet file: %v", path, p)
+		}
+		if err != nil {
+			r.Close()
+			jr = nil
+		}
+	}()
+	r.pf, err = file.NewParquetReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a Parquet file: %w", path, err)
+	}
+	fr, err := pqarrow.NewFileReader(r.pf, pqarrow.ArrowReadProperties{BatchSize: parquetBatch}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	schema, err := fr.Schema()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	header := make([]string, schema.NumFields())
+	for i, fld := range schema.Fields() {
+		header[i] = fld.Name
+	}
+	if err := mapNativeColumns(path, header, r.idx[:]); err != nil {
+		return nil, err
+	}
+	for c, pos := range r.idx {
+		if pos < 0 {
+			continue
+		}
+		if err := checkArrowType(schema.Field(pos).Type, nativeArrowTypes[c]); err != nil {
+			return nil, rowErr(path, 0, NativeColumns[c], "%v", err)
+		}
+	}
+	r.rr, err = fr.GetRecordReader(context.Background(), nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if !opts.AllowDuplicateIDs {
+		r.dups = newDupSet()
+	}
+	return r, nil
+}
+
+func checkArrowType(got, want arrow.DataType) error {
+	isNum := func(t arrow.DataType) bool {
+		switch t.ID() {
+		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64, arrow.FLOAT32, arrow.FLOAT64:
+			return true
+		}
+		return false
+	}
+	isStr := func(t arrow.DataType) bool { return t.ID() == arrow.STRING || t.ID() == arrow.LARGE_STRING }
+	if isStr(want) && !isStr(got) {
+		return fmt.Errorf("type %s, want a string column", got)
+	}
+	if isNum(want) && !isNum(got) {
+		return fmt.Errorf("type %s, want a numeric column", got)
+	}
+	return nil
+}
+
+func (r *nativeParquetReader) Next() (j sim.JobSpec, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			j, err = sim.JobSpec{}, fmt.Errorf("%s: corrupt Parquet data near row %d: %v", r.path, r.line+1, p)
+		}
+	}()
+	for r.rec == nil || r.row >= int(r.rec.NumRows()) {
+		if r.rr == nil {
+			return sim.JobSpec{}, io.EOF
+		}
+		if !r.rr.Next() {
+			if err := r.rr.Err(); err != nil && err != io.EOF {
+				return sim.JobSpec{}, fmt.Errorf("%s: %w", r.path, err)
+			}
+			return sim.JobSpec{}, io.EOF
+		}
+		r.rec = r.rr.Record()
+		r.row = 0
+		for c, pos := range r.idx {
+			r.cols[c] = nil
+			if pos >= 0 {
+				r.cols[c] = r.rec.Column(pos)
+			}
+		}
+	}
+	r.line++
+	r.rep.Rows++
+	j, err = nativeRow(r, r.path, r.line, r.intern)
+	r.row++
+	if err != nil {
+		return sim.JobSpec{}, err
+	}
+	if r.dups != nil {
+		if prev, dup := r.dups.add(j.ID, r.line); dup {
+			return sim.JobSpec{}, rowErr(r.path, r.line, "id", "duplicate job id %q (first at row %d)", j.ID, prev)
+		}
+	}
+	r.rep.Imported++
+	return j, nil
+}
+
+func (r *nativeParquetReader) str(col int) (string, bool) {
+	a := r.cols[col]
+	if a == nil || a.IsNull(r.row) {
+		return "", false
+	}
+	var s string
+	switch x := a.(type) {
+	case *array.String:
+		s = x.Value(r.row)
+	case *array.LargeString:
+		s = x.Value(r.row)
+	default:
+		return "", false
+	}
+	if strings.TrimSpace(s) == "" {
+		return "", false
+	}
+	return s, true
+}
+
+func (r *nativeParquetReader) num(col int) (float64, bool, error) {
+	a := r.cols[col]
+	if a == nil || a.IsNull(r.row) {
+		return 0, false, nil
+	}
+	var v float64
+	switch x := a.(type) {
+	case *array.Float64:
+		v = x.Value(r.row)
+	case *array.Float32:
+		v = float64(x.Value(r.row))
+	default:
+		i, _, err := r.integer(col, 64)
+		return float64(i), true, err
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > 1e300 {
+		return 0, true, fmt.Errorf("bad number %v", v)
+	}
+	return v, true, nil
+}
+
+func (r *nativeParquetReader) integer(col, bits int) (int64, bool, error) {
+	a := r.cols[col]
+	if a == nil || a.IsNull(r.row) {
+		return 0, false, nil
+	}
+	var v int64
+	switch x := a.(type) {
+	case *array.Int8:
+		v = int64(x.Value(r.row))
+	case *array.Int16:
+		v = int64(x.Value(r.row))
+	case *array.Int32:
+		v = int64(x.Value(r.row))
+	case *array.Int64:
+		v = x.Value(r.row)
+	case *array.Uint8:
+		v = int64(x.Value(r.row))
+	case *array.Uint16:
+		v = int64(x.Value(r.row))
+	case *array.Uint32:
+		v = int64(x.Value(r.row))
+	case *array.Uint64:
+		u := x.Value(r.row)
+		if u > math.MaxInt64 {
+			return 0, true, fmt.Errorf("integer %d out of range", u)
+		}
+		v = int64(u)
+	case *array.Float32, *array.Float64:
+		f, _, err := r.num(col)
+		if err != nil {
+			return 0, true, err
+		}
+		iv, err := parseInt(strconv.FormatFloat(f, 'f', -1, 64), bits)
+		return iv, true, err
+	default:
+		return 0, true, fmt.Errorf("unsupported type %s", a.DataType())
+	}
+	lim := int64(1) << (bits - 1)
+	if bits < 64 && (v >= lim || v < -lim) {
+		return 0, true, fmt.Errorf("integer %d out of range", v)
+	}
+	return v, true, nil
+}
+
+func (r *nativeParquetReader) Report() *ImportReport { return r.rep }
+
+func (r *nativeParquetReader) Close() error {
+	if r.rr != nil {
+		r.rr.Release()
+		r.rr = nil
+	}
+	var err error
+	if r.pf != nil {
+		err = r.pf.Close() // closes f too
+		r.pf = nil
+		r.f = nil
+	}
+	if r.f != nil {
+		err = r.f.Close()
+		r.f = nil
+	}
+	return err
+}
