@@ -1,0 +1,214 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/gpusim/gpusim/sim"
+)
+
+// JobColumns are the columns of jobs.csv and jobs.parquet, in order.
+var JobColumns = []string{"id", "submit_s", "start_s", "end_s", "wait_s", "jct_s", "run_s", "estimate_s",
+	"gpus", "gpus_per_replica", "replicas", "gpu_milli", "class", "queue", "user", "priority", "state",
+	"preemptions", "nodes"}
+
+// JobRow is one row of jobs.csv / jobs.parquet. Times are seconds since the
+// scenario epoch with microsecond precision; a time that did not happen is NaN (an
+// empty CSV cell, a Parquet null).
+type JobRow struct {
+	ID        string
+	Submit    float64 // submission time
+	Start     float64 // first start; NaN if never started
+	End       float64 // completion/kill/timeout time; NaN while unfinished
+	Wait      float64 // Start - Submit; NaN if never started
+	JCT       float64 // End - Submit (any final state); NaN while unfinished
+	Run       float64 // true duration at reference speed
+	Estimate  float64 // the run time the policy saw (walltime, or true duration)
+	GPUs      int32   // Replicas x GPUsPerReplica
+	GPUsPerRe int32   // GPUs per replica
+	Replicas  int32
+	GPUMilli  int32 // share of each GPU in milli-GPU (1000 = whole)
+	Class     string
+	Queue     string // as submitted ("" stays "")
+	User      string
+	Priority  int32
+	State     string // final state: pending, running, completed, killed, timeout
+	Preempt   int32  // times preempted
+	Nodes     string // "|"-joined node names of the last placement; "" if never started
+}
+
+func secs(t int64) float64 { return float64(t) / 1e6 }
+
+// JobRows derives the job rows of a result, in JobRef order.
+func JobRows(res *sim.Result) []JobRow {
+	if res == nil {
+		return nil
+	}
+	rows := make([]JobRow, len(res.Jobs))
+	nan := math.NaN()
+	var sb strings.Builder
+	for i := range res.Jobs {
+		j := &res.Jobs[i]
+		sp := &j.Spec
+		r := &rows[i]
+		r.ID = string(sp.ID)
+		r.Submit = secs(int64(sp.Submit))
+		r.Start, r.End, r.Wait, r.JCT = nan, nan, nan, nan
+		if j.FirstStart != sim.Never {
+			r.Start = secs(int64(j.FirstStart))
+			r.Wait = secs(int64(j.FirstStart - sp.Submit))
+		}
+		if j.End != sim.Never {
+			r.End = secs(int64(j.End))
+			r.JCT = secs(int64(j.End - sp.Submit))
+		}
+		r.Run = secs(int64(sp.Duration))
+		r.Estimate = secs(int64(j.Estimate))
+		r.GPUs = sp.TotalGPUs()
+		r.GPUsPerRe = sp.GPUsPerReplica
+		r.Replicas = sp.Replicas
+		r.GPUMilli = int32(sp.GPUMilli)
+		r.Class = classOf(sp.Class)
+		r.Queue = sp.Queue
+		r.User = sp.User
+		r.Priority = sp.Priority
+		r.State = j.State.String()
+		r.Preempt = j.Preempted
+		if len(j.Nodes) > 0 && j.FirstStart != sim.Never && res.Cluster != nil {
+			sb.Reset()
+			for k, n := range j.Nodes {
+				if k > 0 {
+					sb.WriteByte('|')
+				}
+				if n >= 0 && int(n) < res.Cluster.NumNodes() {
+					sb.WriteString(res.Cluster.Node(n).Name)
+				} else {
+					sb.WriteString("?")
+				}
+			}
+			r.Nodes = sb.String()
+		}
+	}
+	return rows
+}
+
+// appendSecs appends a seconds value in the fixed CSV format (shortest decimal
+// that round-trips; empty for NaN).
+func appendSecs(b []byte, x float64) []byte {
+	if math.IsNaN(x) {
+		return b
+	}
+	return strconv.AppendFloat(b, x, 'f', -1, 64)
+}
+
+// appendField appends a CSV field, quoting it (RFC 4180) when needed.
+func appendField(b []byte, s string) []byte {
+	if !strings.ContainsAny(s, ",\"\n\r") {
+		return append(b, s...)
+	}
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' {
+			b = append(b, '"')
+		}
+		b = append(b, s[i])
+	}
+	return append(b, '"')
+}
+
+// WriteJobsCSV writes rows as jobs.csv (header line, "\n" line ends).
+func WriteJobsCSV(w io.Writer, rows []JobRow) error {
+	b := make([]byte, 0, 64<<10)
+	b = append(b, strings.Join(JobColumns, ",")...)
+	b = append(b, '\n')
+	for i := range rows {
+		r := &rows[i]
+		b = appendField(b, r.ID)
+		for _, x := range [...]float64{r.Submit, r.Start, r.End, r.Wait, r.JCT, r.Run, r.Estimate} {
+			b = append(b, ',')
+			b = appendSecs(b, x)
+		}
+		for _, x := range [...]int32{r.GPUs, r.GPUsPerRe, r.Replicas, r.GPUMilli} {
+			b = append(b, ',')
+			b = strconv.AppendInt(b, int64(x), 10)
+		}
+		for _, s := range [...]string{r.Class, r.Queue, r.User} {
+			b = append(b, ',')
+			b = appendField(b, s)
+		}
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(r.Priority), 10)
+		b = append(b, ',')
+		b = appendField(b, r.State)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(r.Preempt), 10)
+		b = append(b, ',')
+		b = appendField(b, r.Nodes)
+		b = append(b, '\n')
+		if len(b) > 60<<10 {
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+			b = b[:0]
+		}
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+// ParseJobsCSV parses jobs.csv text (as written by WriteJobsCSV); name is used in
+// errors, which give the line and column.
+func ParseJobsCSV(name string, r io.Reader) ([]JobRow, error) {
+	cr := newCSVReader(r)
+	head, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: header: %w", name, err)
+	}
+	if strings.Join(head, ",") != strings.Join(JobColumns, ",") {
+		return nil, fmt.Errorf("%s: line 1: unexpected header (want %s)", name, strings.Join(JobColumns, ","))
+	}
+	var rows []JobRow
+	for line := 2; ; line++ {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			return rows, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		var r JobRow
+		var perr error
+		f := func(col int) float64 {
+			if rec[col] == "" {
+				return math.NaN()
+			}
+			x, err := strconv.ParseFloat(rec[col], 64)
+			if err != nil && perr == nil {
+				perr = fmt.Errorf("%s: line %d: column %s: %w", name, line, JobColumns[col], err)
+			}
+			return x
+		}
+		n := func(col int) int32 {
+			x, err := strconv.ParseInt(rec[col], 10, 32)
+			if err != nil && perr == nil {
+				perr = fmt.Errorf("%s: line %d: column %s: %w", name, line, JobColumns[col], err)
+			}
+			return int32(x)
+		}
+		r.ID = rec[0]
+		r.Submit, r.Start, r.End, r.Wait, r.JCT, r.Run, r.Estimate = f(1), f(2), f(3), f(4), f(5), f(6), f(7)
+		r.GPUs, r.GPUsPerRe, r.Replicas, r.GPUMilli = n(8), n(9), n(10), n(11)
+		r.Class, r.Queue, r.User = rec[12], rec[13], rec[14]
+		r.Priority = n(15)
+		r.State = rec[16]
+		r.Preempt = n(17)
+		r.Nodes = rec[18]
+		if perr != nil {
+			return nil, perr
+		}
+		rows = append(rows, r)
+	}
+}

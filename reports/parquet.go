@@ -1,0 +1,372 @@
+package reports
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow/go/v15/parquet"
+	"github.com/apache/arrow/go/v15/parquet/compress"
+	"github.com/apache/arrow/go/v15/parquet/file"
+	"github.com/apache/arrow/go/v15/parquet/pqarrow"
+
+	"github.com/gpusim/gpusim/sim"
+)
+
+// rowGroupRows is the number of rows per Parquet row group (and per in-memory
+// record batch while writing).
+const rowGroupRows = 1 << 17
+
+// createdBy is the fixed "created by" string of gpusim's Parquet files.
+const createdBy = "gpusim"
+
+var (
+	jobsSchema = arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.BinaryTypes.String},
+		{Name: "submit_s", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "start_s", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "end_s", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "wait_s", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "jct_s", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "run_s", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "estimate_s", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "gpus", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "gpus_per_replica", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "replicas", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "gpu_milli", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "class", Type: arrow.BinaryTypes.String},
+		{Name: "queue", Type: arrow.BinaryTypes.String},
+		{Name: "user", Type: arrow.BinaryTypes.String},
+		{Name: "priority", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "state", Type: arrow.BinaryTypes.String},
+		{Name: "preemptions", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "nodes", Type: arrow.BinaryTypes.String},
+	}, nil)
+
+	eventsSchema = arrow.NewSchema([]arrow.Field{
+		{Name: "seq", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "time_s", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "time_us", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "kind", Type: arrow.BinaryTypes.String},
+		{Name: "job_id", Type: arrow.BinaryTypes.String},
+		{Name: "value", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+
+	timeseriesSchema = arrow.NewSchema([]arrow.Field{
+		{Name: "time_s", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "gpus_allocated", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "busy_gpus", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "utilization", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "running", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "pending", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "pending_gpus", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+)
+
+// dictCols are the dictionary-encoded columns.
+var dictCols = map[string]bool{"class": true, "queue": true, "user": true, "state": true, "nodes": true, "kind": true}
+
+// EventColumns and TimeseriesColumns are the column names of events.parquet and
+// timeseries.parquet, in order.
+var (
+	EventColumns      = fieldNames(eventsSchema)
+	TimeseriesColumns = fieldNames(timeseriesSchema)
+)
+
+func fieldNames(s *arrow.Schema) []string {
+	out := make([]string, s.NumFields())
+	for i, f := range s.Fields() {
+		out[i] = f.Name
+	}
+	return out
+}
+
+// writeParquet writes n rows with a fixed schema: fill appends rows [lo, hi) to the
+// record builder. Output depends only on the rows (no timestamps in metadata).
+// Dictionary encoding is used only for the low-cardinality string columns in
+// dictCols (it costs much time on unique values such as ids and timestamps).
+func writeParquet(w io.Writer, schema *arrow.Schema, n int, fill func(b *array.RecordBuilder, lo, hi int)) error {
+	opts := []parquet.WriterProperty{
+		parquet.WithCompression(compress.Codecs.Snappy),
+		parquet.WithMaxRowGroupLength(rowGroupRows),
+		parquet.WithCreatedBy(createdBy),
+		parquet.WithDictionaryDefault(false),
+	}
+	for _, f := range schema.Fields() {
+		if dictCols[f.Name] {
+			opts = append(opts, parquet.WithDictionaryFor(f.Name, true))
+		}
+	}
+	props := parquet.NewWriterProperties(opts...)
+	fw, err := pqarrow.NewFileWriter(schema, w, props, pqarrow.NewArrowWriterProperties())
+	if err != nil {
+		return fmt.Errorf("parquet writer: %w", err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for lo := 0; lo < n || (n == 0 && lo == 0); lo += rowGroupRows {
+		hi := min(lo+rowGroupRows, n)
+		b.Reserve(hi - lo)
+		fill(b, lo, hi)
+		rec := b.NewRecord()
+		err := fw.Write(rec)
+		rec.Release()
+		if err != nil {
+			return fmt.Errorf("parquet write: %w", err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	if err := fw.Close(); err != nil {
+		return fmt.Errorf("parquet close: %w", err)
+	}
+	return nil
+}
+
+func appendOptFloat(b *array.Float64Builder, x float64) {
+	if math.IsNaN(x) {
+		b.AppendNull()
+	} else {
+		b.Append(x)
+	}
+}
+
+// WriteJobsParquet writes rows as jobs.parquet (columns JobColumns).
+func WriteJobsParquet(w io.Writer, rows []JobRow) error {
+	return writeParquet(w, jobsSchema, len(rows), func(b *array.RecordBuilder, lo, hi int) {
+		id := b.Field(0).(*array.StringBuilder)
+		f := func(i int) *array.Float64Builder { return b.Field(i).(*array.Float64Builder) }
+		i32 := func(i int) *array.Int32Builder { return b.Field(i).(*array.Int32Builder) }
+		str := func(i int) *array.StringBuilder { return b.Field(i).(*array.StringBuilder) }
+		for _, r := range rows[lo:hi] {
+			id.Append(r.ID)
+			f(1).Append(r.Submit)
+			appendOptFloat(f(2), r.Start)
+			appendOptFloat(f(3), r.End)
+			appendOptFloat(f(4), r.Wait)
+			appendOptFloat(f(5), r.JCT)
+			f(6).Append(r.Run)
+			f(7).Append(r.Estimate)
+			i32(8).Append(r.GPUs)
+			i32(9).Append(r.GPUsPerRe)
+			i32(10).Append(r.Replicas)
+			i32(11).Append(r.GPUMilli)
+			str(12).Append(r.Class)
+			str(13).Append(r.Queue)
+			str(14).Append(r.User)
+			i32(15).Append(r.Priority)
+			str(16).Append(r.State)
+			i32(17).Append(r.Preempt)
+			str(18).Append(r.Nodes)
+		}
+	})
+}
+
+// WriteEventsParquet writes the event log of res as events.parquet.
+func WriteEventsParquet(w io.Writer, res *sim.Result) error {
+	log := res.Log
+	return writeParquet(w, eventsSchema, len(log), func(b *array.RecordBuilder, lo, hi int) {
+		seq := b.Field(0).(*array.Int64Builder)
+		ts := b.Field(1).(*array.Float64Builder)
+		tus := b.Field(2).(*array.Int64Builder)
+		kind := b.Field(3).(*array.StringBuilder)
+		job := b.Field(4).(*array.StringBuilder)
+		val := b.Field(5).(*array.Int64Builder)
+		for i := lo; i < hi; i++ {
+			e := &log[i]
+			seq.Append(int64(i))
+			ts.Append(secs(int64(e.Time)))
+			tus.Append(int64(e.Time))
+			kind.Append(e.Kind.String())
+			if e.Job >= 0 && int(e.Job) < len(res.Jobs) {
+				job.Append(string(res.Jobs[e.Job].Spec.ID))
+			} else {
+				job.Append("")
+			}
+			val.Append(e.Value)
+		}
+	})
+}
+
+// WriteTimeseriesParquet writes res.Samples as timeseries.parquet.
+func WriteTimeseriesParquet(w io.Writer, res *sim.Result) error {
+	var capMilli float64
+	if res.Cluster != nil {
+		capMilli = 1000 * float64(res.Cluster.NumGPUs())
+	}
+	smp := res.Samples
+	return writeParquet(w, timeseriesSchema, len(smp), func(b *array.RecordBuilder, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			s := &smp[i]
+			b.Field(0).(*array.Float64Builder).Append(secs(int64(s.Time)))
+			b.Field(1).(*array.Float64Builder).Append(float64(s.AllocMilli) / 1000)
+			b.Field(2).(*array.Int32Builder).Append(s.BusyGPUs)
+			u := 0.0
+			if capMilli > 0 {
+				u = float64(s.AllocMilli) / capMilli
+			}
+			b.Field(3).(*array.Float64Builder).Append(u)
+			b.Field(4).(*array.Int32Builder).Append(s.Running)
+			b.Field(5).(*array.Int32Builder).Append(s.Pending)
+			b.Field(6).(*array.Int64Builder).Append(s.PendingGPUs)
+		}
+	})
+}
+
+// readParquet reads a whole Parquet file as an Arrow table and checks that it has
+// the expected columns (by name and type). The caller releases the table.
+func readParquet(path string, want *arrow.Schema) (arrow.Table, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rdr, err := file.NewParquetReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a Parquet file: %w", path, err)
+	}
+	defer rdr.Close()
+	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: rowGroupRows}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("%s: read: %w", path, err)
+	}
+	got := tbl.Schema()
+	for i, f := range want.Fields() {
+		if i >= got.NumFields() || got.Field(i).Name != f.Name || !arrow.TypeEqual(got.Field(i).Type, f.Type) {
+			tbl.Release()
+			return nil, fmt.Errorf("%s: column %d: want %s %s", path, i, f.Name, f.Type)
+		}
+	}
+	return tbl, nil
+}
+
+// eachChunk calls fn for every row of a table, passing the chunk index within
+// each column; column chunks of a table written by writeParquet line up.
+func eachChunk(tbl arrow.Table, fn func(cols []arrow.Array, i int)) error {
+	nc := int(tbl.NumCols())
+	if nc == 0 {
+		return nil
+	}
+	nchunks := len(tbl.Column(0).Data().Chunks())
+	cols := make([]arrow.Array, nc)
+	for k := 0; k < nchunks; k++ {
+		for c := 0; c < nc; c++ {
+			ch := tbl.Column(c).Data().Chunks()
+			if len(ch) != nchunks || ch[k].Len() != tbl.Column(0).Data().Chunks()[k].Len() {
+				return fmt.Errorf("column %s: chunks do not line up", tbl.Schema().Field(c).Name)
+			}
+			cols[c] = ch[k]
+		}
+		for i := 0; i < cols[0].Len(); i++ {
+			fn(cols, i)
+		}
+	}
+	return nil
+}
+
+func optFloat(a arrow.Array, i int) float64 {
+	if a.IsNull(i) {
+		return math.NaN()
+	}
+	return a.(*array.Float64).Value(i)
+}
+
+// ReadJobsParquet reads jobs.parquet back into rows.
+func ReadJobsParquet(path string) ([]JobRow, error) {
+	tbl, err := readParquet(path, jobsSchema)
+	if err != nil {
+		return nil, err
+	}
+	defer tbl.Release()
+	rows := make([]JobRow, 0, tbl.NumRows())
+	err = eachChunk(tbl, func(c []arrow.Array, i int) {
+		f := func(k int) float64 { return c[k].(*array.Float64).Value(i) }
+		n := func(k int) int32 { return c[k].(*array.Int32).Value(i) }
+		s := func(k int) string { return c[k].(*array.String).Value(i) }
+		rows = append(rows, JobRow{
+			ID: s(0), Submit: f(1), Start: optFloat(c[2], i), End: optFloat(c[3], i),
+			Wait: optFloat(c[4], i), JCT: optFloat(c[5], i), Run: f(6), Estimate: f(7),
+			GPUs: n(8), GPUsPerRe: n(9), Replicas: n(10), GPUMilli: n(11),
+			Class: s(12), Queue: s(13), User: s(14), Priority: n(15), State: s(16),
+			Preempt: n(17), Nodes: s(18),
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return rows, nil
+}
+
+// EventRow is one row of events.parquet.
+type EventRow struct {
+	Seq   int64
+	TimeS float64
+	TimeU int64 // microseconds
+	Kind  string
+	JobID string
+	Value int64
+}
+
+// ReadEventsParquet reads events.parquet back.
+func ReadEventsParquet(path string) ([]EventRow, error) {
+	tbl, err := readParquet(path, eventsSchema)
+	if err != nil {
+		return nil, err
+	}
+	defer tbl.Release()
+	rows := make([]EventRow, 0, tbl.NumRows())
+	err = eachChunk(tbl, func(c []arrow.Array, i int) {
+		rows = append(rows, EventRow{
+			Seq: c[0].(*array.Int64).Value(i), TimeS: c[1].(*array.Float64).Value(i),
+			TimeU: c[2].(*array.Int64).Value(i), Kind: c[3].(*array.String).Value(i),
+			JobID: c[4].(*array.String).Value(i), Value: c[5].(*array.Int64).Value(i),
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return rows, nil
+}
+
+// SampleRow is one row of timeseries.parquet.
+type SampleRow struct {
+	TimeS         float64
+	GPUsAllocated float64 // allocated milli-GPU / 1000
+	BusyGPUs      int32
+	Utilization   float64 // allocated milli-GPU / (1000 x capacity)
+	Running       int32
+	Pending       int32
+	PendingGPUs   int64
+}
+
+// ReadTimeseriesParquet reads timeseries.parquet back.
+func ReadTimeseriesParquet(path string) ([]SampleRow, error) {
+	tbl, err := readParquet(path, timeseriesSchema)
+	if err != nil {
+		return nil, err
+	}
+	defer tbl.Release()
+	rows := make([]SampleRow, 0, tbl.NumRows())
+	err = eachChunk(tbl, func(c []arrow.Array, i int) {
+		rows = append(rows, SampleRow{
+			TimeS: c[0].(*array.Float64).Value(i), GPUsAllocated: c[1].(*array.Float64).Value(i),
+			BusyGPUs: c[2].(*array.Int32).Value(i), Utilization: c[3].(*array.Float64).Value(i),
+			Running: c[4].(*array.Int32).Value(i), Pending: c[5].(*array.Int32).Value(i),
+			PendingGPUs: c[6].(*array.Int64).Value(i),
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return rows, nil
+}

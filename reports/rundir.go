@@ -1,0 +1,103 @@
+package reports
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/gpusim/gpusim/internal/fsutil"
+	"github.com/gpusim/gpusim/sim"
+)
+
+// File names inside a run directory.
+const (
+	SummaryFile    = "summary.json"
+	JobsCSVFile    = "jobs.csv"
+	JobsFile       = "jobs.parquet"
+	TimeseriesFile = "timeseries.parquet"
+	EventsFile     = "events.parquet"
+)
+
+// WriteRunDir writes summary.json, jobs.csv, jobs.parquet, timeseries.parquet and
+// events.parquet into dir (created if missing), each atomically. Equal inputs give
+// byte-identical files. A nil result or summary is an error.
+func WriteRunDir(dir string, res *sim.Result, s *Summary) error {
+	if res == nil || s == nil {
+		return errors.New("write run dir: nil result or summary")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create run dir: %w", err)
+	}
+	js, err := MarshalSummary(s)
+	if err != nil {
+		return err
+	}
+	if err := fsutil.WriteBytesAtomic(filepath.Join(dir, SummaryFile), js); err != nil {
+		return err
+	}
+	rows := JobRows(res)
+	if err := fsutil.WriteFileAtomic(filepath.Join(dir, JobsCSVFile), func(w io.Writer) error { return WriteJobsCSV(w, rows) }); err != nil {
+		return err
+	}
+	if err := fsutil.WriteFileAtomic(filepath.Join(dir, JobsFile), func(w io.Writer) error { return WriteJobsParquet(w, rows) }); err != nil {
+		return err
+	}
+	rows = nil
+	if err := fsutil.WriteFileAtomic(filepath.Join(dir, TimeseriesFile), func(w io.Writer) error { return WriteTimeseriesParquet(w, res) }); err != nil {
+		return err
+	}
+	return fsutil.WriteFileAtomic(filepath.Join(dir, EventsFile), func(w io.Writer) error { return WriteEventsParquet(w, res) })
+}
+
+// Run is a run directory read back.
+type Run struct {
+	Dir        string
+	Summary    *Summary
+	Jobs       []JobRow
+	Timeseries []SampleRow
+	Events     []EventRow // nil unless requested
+}
+
+// ReadRunDir reads a run directory written by WriteRunDir: summary.json,
+// jobs.parquet (or jobs.csv when the Parquet file is missing), timeseries.parquet
+// (optional) and, when withEvents, events.parquet (optional). Errors name the file.
+func ReadRunDir(dir string, withEvents bool) (*Run, error) {
+	r := &Run{Dir: dir}
+	var err error
+	if r.Summary, err = ReadSummary(filepath.Join(dir, SummaryFile)); err != nil {
+		return nil, err
+	}
+	jp := filepath.Join(dir, JobsFile)
+	if _, statErr := os.Stat(jp); statErr == nil {
+		if r.Jobs, err = ReadJobsParquet(jp); err != nil {
+			return nil, err
+		}
+	} else {
+		cp := filepath.Join(dir, JobsCSVFile)
+		b, err := os.ReadFile(cp)
+		if err != nil {
+			return nil, fmt.Errorf("read jobs: %w", err)
+		}
+		if r.Jobs, err = ParseJobsCSV(cp, bytes.NewReader(b)); err != nil {
+			return nil, err
+		}
+	}
+	tp := filepath.Join(dir, TimeseriesFile)
+	if _, statErr := os.Stat(tp); statErr == nil {
+		if r.Timeseries, err = ReadTimeseriesParquet(tp); err != nil {
+			return nil, err
+		}
+	}
+	if withEvents {
+		ep := filepath.Join(dir, EventsFile)
+		if _, statErr := os.Stat(ep); statErr == nil {
+			if r.Events, err = ReadEventsParquet(ep); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return r, nil
+}

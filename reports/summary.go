@@ -1,0 +1,381 @@
+package reports
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/gpusim/gpusim/sim"
+)
+
+// SummarySchema identifies the summary.json format; it changes only on
+// incompatible changes.
+const SummarySchema = "gpusim.summary/v1"
+
+// floatDecimals is the number of decimals every float in summary.json is rounded
+// to, so the text is stable across platforms and runs.
+const floatDecimals = 6
+
+// SlowdownBound is the run-time floor of bounded slowdown: jobs shorter than this
+// count as this long, so very short jobs do not dominate the mean.
+const SlowdownBound = 10 * sim.Second
+
+// Provenance records where a run came from.
+type Provenance struct {
+	Version        string `json:"version"`         // gpusim version
+	GoVersion      string `json:"go_version"`      // Go toolchain that built gpusim
+	Seed           uint64 `json:"seed"`            // master seed of the run
+	Scenario       string `json:"scenario"`        // scenario name
+	ScenarioSHA256 string `json:"scenario_sha256"` // hex SHA-256 of the scenario file bytes
+}
+
+// Stats summarizes a sample of values. Percentiles use the nearest-rank method on
+// the sorted values; every field is 0 when there are no values.
+type Stats struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+}
+
+// JobCounts counts jobs by final state.
+type JobCounts struct {
+	Total     int `json:"total"`     // jobs in the run
+	Completed int `json:"completed"` // ended in state completed
+	// Unfinished = Running + Pending: jobs not ended when the run stopped.
+	Unfinished   int `json:"unfinished"`
+	Running      int `json:"running"`       // running when the run stopped
+	Pending      int `json:"pending"`       // pending when the run stopped (incl. requeued)
+	NeverStarted int `json:"never_started"` // never started at all
+	Killed       int `json:"killed"`        // stopped for good by the policy
+	Timeout      int `json:"timeout"`       // stopped at their walltime
+	Preemptions  int `json:"preemptions"`   // total preemptions (requeue and kill) over all jobs
+}
+
+// GroupSummary is the statistics of one job class or queue.
+type GroupSummary struct {
+	Jobs      int   `json:"jobs"`
+	Completed int   `json:"completed"`
+	WaitS     Stats `json:"wait_s"`
+	JCTS      Stats `json:"jct_s"`
+	Slowdown  Stats `json:"slowdown"`
+}
+
+// Fairness holds Jain's fairness index J = (sum x)^2 / (n * sum x^2) of the mean
+// bounded slowdown x of each user (each queue) with at least one completed job.
+// J is 1 when all are equal and 1/n at worst; 0 when no group has a completed job.
+type Fairness struct {
+	JainUsers  float64 `json:"jain_users"`
+	JainQueues float64 `json:"jain_queues"`
+}
+
+// Summary is the content of summary.json. Field order is the file's key order;
+// map keys (class and queue names) are written sorted.
+type Summary struct {
+	Schema   string    `json:"schema"`
+	Policy   string    `json:"policy"`
+	Scenario string    `json:"scenario"`
+	Jobs     JobCounts `json:"jobs"`
+	// WaitS is FirstStart - Submit over every job that started at least once.
+	WaitS Stats `json:"wait_s"`
+	// JCTS is End - Submit over jobs that completed.
+	JCTS Stats `json:"jct_s"`
+	// Slowdown is max(1, jct / max(run, 10 s)) over completed jobs, run being the
+	// job's true duration at reference speed.
+	Slowdown Stats                   `json:"slowdown"`
+	Classes  map[string]GroupSummary `json:"classes"`
+	PerQueue map[string]GroupSummary `json:"per_queue"`
+	Fairness Fairness                `json:"fairness"`
+	// MakespanS is the time of the last job end (finish, kill or timeout), seconds.
+	MakespanS float64 `json:"makespan_s"`
+	// EndS is the virtual time the run stopped at, seconds.
+	EndS float64 `json:"end_s"`
+	// GPUUtilization is allocated GPU-time / GPU capacity-time over [0, makespan].
+	GPUUtilization   float64    `json:"gpu_utilization"`
+	GPUCapacity      int64      `json:"gpu_capacity"`
+	Events           int64      `json:"events"`
+	SchedulingPoints int64      `json:"scheduling_points"`
+	WallSeconds      float64    `json:"wall_seconds"`
+	EventsPerSecond  float64    `json:"events_per_second"`
+	Provenance       Provenance `json:"provenance"`
+}
+
+// QueueName maps an empty queue name to "default" (the name used in summary.json
+// and reports).
+func QueueName(q string) string {
+	if q == "" {
+		return "default"
+	}
+	return q
+}
+
+// UserName maps an empty user name to "unknown".
+func UserName(u string) string {
+	if u == "" {
+		return "unknown"
+	}
+	return u
+}
+
+// classOf returns the class name reported for a job ("" reported as unknown).
+func classOf(c sim.JobClass) string {
+	if c == "" {
+		return string(sim.ClassUnknown)
+	}
+	return string(c)
+}
+
+// JobMetrics are one job's derived metrics; Has* say whether they exist.
+type JobMetrics struct {
+	Wait, JCT, Slowdown float64 // seconds, seconds, ratio
+	HasWait, HasJCT     bool    // HasJCT: the job completed (Slowdown is set too)
+}
+
+// MetricsOf computes wait, JCT and bounded slowdown of one job as defined in
+// docs/metrics.md.
+func MetricsOf(j *sim.Job) JobMetrics {
+	var m JobMetrics
+	if j.FirstStart != sim.Never {
+		m.HasWait = true
+		m.Wait = j.FirstStart.Sub(j.Spec.Submit).Seconds()
+	}
+	if j.State == sim.StateCompleted && j.End != sim.Never {
+		m.HasJCT = true
+		jct := j.End.Sub(j.Spec.Submit)
+		m.JCT = jct.Seconds()
+		m.Slowdown = BoundedSlowdown(jct, j.Spec.Duration)
+	}
+	return m
+}
+
+// BoundedSlowdown returns max(1, jct / max(run, SlowdownBound)).
+func BoundedSlowdown(jct, run sim.Duration) float64 {
+	d := max(run, SlowdownBound)
+	return max(1, float64(jct)/float64(d))
+}
+
+type acc struct {
+	jobs, completed int
+	wait, jct, sd   []float64
+}
+
+func (a *acc) add(m JobMetrics, completed bool) {
+	a.jobs++
+	if completed {
+		a.completed++
+	}
+	if m.HasWait {
+		a.wait = append(a.wait, m.Wait)
+	}
+	if m.HasJCT {
+		a.jct = append(a.jct, m.JCT)
+		a.sd = append(a.sd, m.Slowdown)
+	}
+}
+
+func (a *acc) group() GroupSummary {
+	return GroupSummary{Jobs: a.jobs, Completed: a.completed,
+		WaitS: ComputeStats(a.wait), JCTS: ComputeStats(a.jct), Slowdown: ComputeStats(a.sd)}
+}
+
+// Summarize computes the summary of a finished run. wall is the measured
+// wall-clock run time (the caller measures it; it only feeds wall_seconds and
+// events_per_second). A nil result gives an empty summary.
+func Summarize(res *sim.Result, prov Provenance, wall time.Duration) *Summary {
+	s := &Summary{Schema: SummarySchema, Scenario: prov.Scenario, Provenance: prov,
+		Classes: map[string]GroupSummary{}, PerQueue: map[string]GroupSummary{}}
+	if res == nil {
+		return s
+	}
+	s.Policy = res.Policy
+	var all acc
+	classes := map[string]*acc{}
+	queues := map[string]*acc{}
+	users := map[string]*acc{}
+	get := func(m map[string]*acc, k string) *acc {
+		a := m[k]
+		if a == nil {
+			a = &acc{}
+			m[k] = a
+		}
+		return a
+	}
+	c := &s.Jobs
+	for i := range res.Jobs {
+		j := &res.Jobs[i]
+		c.Total++
+		c.Preemptions += int(j.Preempted)
+		switch j.State {
+		case sim.StateCompleted:
+			c.Completed++
+		case sim.StateRunning:
+			c.Running++
+		case sim.StatePending:
+			c.Pending++
+		case sim.StateKilled:
+			c.Killed++
+		case sim.StateTimeout:
+			c.Timeout++
+		}
+		if j.FirstStart == sim.Never {
+			c.NeverStarted++
+		}
+		m := MetricsOf(j)
+		done := j.State == sim.StateCompleted
+		all.add(m, done)
+		get(classes, classOf(j.Spec.Class)).add(m, done)
+		get(queues, QueueName(j.Spec.Queue)).add(m, done)
+		get(users, UserName(j.Spec.User)).add(m, done)
+	}
+	c.Unfinished = c.Running + c.Pending
+	s.WaitS = ComputeStats(all.wait)
+	s.JCTS = ComputeStats(all.jct)
+	s.Slowdown = ComputeStats(all.sd)
+	for k, a := range classes {
+		s.Classes[k] = a.group()
+	}
+	for k, a := range queues {
+		s.PerQueue[k] = a.group()
+	}
+	s.Fairness.JainUsers = round(jainOfMeans(users))
+	s.Fairness.JainQueues = round(jainOfMeans(queues))
+
+	s.MakespanS = round(res.Makespan.Seconds())
+	s.EndS = round(res.End.Seconds())
+	if res.Cluster != nil {
+		s.GPUCapacity = res.Cluster.NumGPUs()
+	}
+	if ms := res.Makespan.Seconds(); ms > 0 && s.GPUCapacity > 0 {
+		s.GPUUtilization = round(res.BusyMilliSecondsToMakespan / (1000 * float64(s.GPUCapacity) * ms))
+	}
+	s.Events = res.Events
+	s.SchedulingPoints = res.SchedulingPoints
+	if wall > 0 {
+		s.WallSeconds = round(wall.Seconds())
+		s.EventsPerSecond = round(float64(res.Events) / wall.Seconds())
+	}
+	return s
+}
+
+// jainOfMeans returns Jain's index of the groups' mean slowdowns (groups without
+// completed jobs are left out; 0 when none is left). Groups are visited in sorted
+// order so the float sum is deterministic.
+func jainOfMeans(groups map[string]*acc) float64 {
+	keys := make([]string, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	xs := make([]float64, 0, len(keys))
+	for _, k := range keys {
+		if sd := groups[k].sd; len(sd) > 0 {
+			xs = append(xs, mean(sd))
+		}
+	}
+	return Jain(xs)
+}
+
+// Jain returns Jain's fairness index (sum x)^2 / (n * sum x^2) of xs, or 0 when xs
+// is empty or all zero.
+func Jain(xs []float64) float64 {
+	var s, s2 float64
+	for _, x := range xs {
+		s += x
+		s2 += x * x
+	}
+	if len(xs) == 0 || s2 == 0 {
+		return 0
+	}
+	return s * s / (float64(len(xs)) * s2)
+}
+
+func mean(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// ComputeStats sorts xs in place and returns mean, nearest-rank p50/p95/p99 and
+// max, each rounded to the summary's precision. Empty input gives zeros.
+func ComputeStats(xs []float64) Stats {
+	if len(xs) == 0 {
+		return Stats{}
+	}
+	slices.Sort(xs)
+	return Stats{
+		Mean: round(mean(xs)),
+		P50:  round(Percentile(xs, 50)),
+		P95:  round(Percentile(xs, 95)),
+		P99:  round(Percentile(xs, 99)),
+		Max:  round(xs[len(xs)-1]),
+	}
+}
+
+// Percentile returns the nearest-rank p-th percentile of sorted values: the value
+// at rank ceil(p/100 * n) (1-based, at least 1). It returns 0 for no values.
+func Percentile(sorted []float64, p float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	r := int(math.Ceil(p / 100 * float64(n)))
+	r = min(max(r, 1), n)
+	return sorted[r-1]
+}
+
+// round rounds x to floatDecimals decimals; NaN and infinities become 0 so the
+// JSON is always valid.
+func round(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	f := math.Pow10(floatDecimals)
+	r := math.Round(x*f) / f
+	if r == 0 {
+		return 0 // no negative zero
+	}
+	return r
+}
+
+// MarshalSummary returns the summary.json text: indented JSON with a trailing
+// newline.
+func MarshalSummary(s *Summary) ([]byte, error) {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode summary: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// ReadSummary reads a summary.json. Errors name the file.
+func ReadSummary(path string) (*Summary, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read summary: %w", err)
+	}
+	return ParseSummary(path, b)
+}
+
+// ParseSummary decodes summary.json text; name is used in errors.
+func ParseSummary(name string, b []byte) (*Summary, error) {
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: invalid summary JSON: %w", name, err)
+	}
+	if s.Schema != "" && s.Schema != SummarySchema {
+		return nil, fmt.Errorf("%s: schema %q is not supported (want %q)", name, s.Schema, SummarySchema)
+	}
+	if s.Classes == nil {
+		s.Classes = map[string]GroupSummary{}
+	}
+	if s.PerQueue == nil {
+		s.PerQueue = map[string]GroupSummary{}
+	}
+	return &s, nil
+}
