@@ -145,7 +145,7 @@ type ClassMix struct {
 	// into equal replicas of at most maxGPUsPerNode GPUs.
 	GPUs Dist[int32] `yaml:"gpus"`
 	// GPUMilli is the share of the GPU (1..1000) for 1-GPU jobs; empty = whole GPU.
-	GPUMilli Dist[sim.MilliGPU] `yaml:"gpuMilli"`
+	GPUMilli Dist[sim.MilliGPU] `yaml:"gpuMilli,omitempty"`
 	// Duration is the true run time.
 	Duration LogNormal `yaml:"duration"`
 	// Walltime is the user's estimate.
