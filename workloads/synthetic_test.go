@@ -384,7 +384,9 @@ func TestValidatePaths(t *testing.T) {
 		{"jobs", bad(func(s *Synthetic) { s.Jobs = -1 }), "jobs"},
 		{"load", bad(func(s *Synthetic) { s.Load = math.NaN() }), "load"},
 		{"process", bad(func(s *Synthetic) { s.Arrival.Process = "weibull" }), "arrival.process"},
-		{"ratio", bad(func(s *Synthetic) { s.Arrival = Arrival{Process: ProcessDiurnal, PeakToTrough: 0.5, PeriodS: 10, PeakHour: 3} }), "arrival.peakToTrough"},
+		{"ratio", bad(func(s *Synthetic) {
+			s.Arrival = Arrival{Process: ProcessDiurnal, PeakToTrough: 0.5, PeriodS: 10, PeakHour: 3}
+		}), "arrival.peakToTrough"},
 		{"burst", bad(func(s *Synthetic) {
 			s.Arrival = Arrival{Process: ProcessBursty, BurstFactor: 2, MeanBurstS: 60, BurstFraction: 1}
 		}), "arrival.burstFraction"},
