@@ -22,6 +22,8 @@ type csvIn struct {
 	cols   map[string]int // trimmed, lower-cased header name -> index
 	rec    []string
 	line   int // line of the current record
+	// lenient makes a record with the wrong number of fields a *skipError.
+	lenient bool
 }
 
 // openCSV opens path and reads its header. comma is the field separator.
@@ -97,6 +99,9 @@ func (c *csvIn) next() error {
 		// A lone empty field is a line of spaces; treat it as blank.
 		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
 			return c.next()
+		}
+		if c.lenient {
+			return &skipError{Reason: "wrong number of fields", Detail: fmt.Sprintf("row has %d fields, the header has %d", len(rec), len(c.header))}
 		}
 		return rowErr(c.file, c.line, "", "row has %d fields, the header has %d", len(rec), len(c.header))
 	}
@@ -190,4 +195,24 @@ func (in interner) get(s string) string {
 		in[v] = v
 	}
 	return v
+}
+
+// openHeaderless opens a CSV file without a header row; names are its columns.
+func openHeaderless(path string, comma rune, names []string) (*csvIn, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := newCSVIn(path, f, comma, false)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	c.f = f
+	c.header = names
+	c.cols = make(map[string]int, len(names))
+	for i, h := range names {
+		c.cols[h] = i
+	}
+	return c, nil
 }

@@ -183,7 +183,7 @@ func validationRowErr(file string, line int, err error) *RowError {
 	return &RowError{File: file, Line: line, Column: col, Err: errors.New(msg)}
 }
 
-// splitModels splits a "|"-separated model list, dropping empty entries.
+// splitModels splits a "|"-separated model list, dropping empty and repeated entries.
 func splitModels(s string, in interner) []string {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -191,8 +191,14 @@ func splitModels(s string, in interner) []string {
 	}
 	parts := strings.Split(s, "|")
 	out := parts[:0]
+next:
 	for _, p := range parts {
 		if p = strings.TrimSpace(p); p != "" {
+			for _, q := range out {
+				if q == p {
+					continue next
+				}
+			}
 			out = append(out, in.get(p))
 		}
 	}
