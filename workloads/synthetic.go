@@ -1,7 +1,11 @@
 package workloads
 
 import (
+	"bytes"
+	"fmt"
 	"slices"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/gpusim/gpusim/sim"
 )
@@ -79,18 +83,18 @@ type Arrival struct {
 	// Process is poisson (default), diurnal or bursty.
 	Process string `yaml:"process"`
 	// PeakToTrough is the diurnal ratio of the highest to the lowest rate (>= 1).
-	PeakToTrough float64 `yaml:"peakToTrough"`
+	PeakToTrough float64 `yaml:"peakToTrough,omitempty"`
 	// PeriodS is the diurnal period in seconds (default one day).
-	PeriodS Seconds `yaml:"periodS"`
+	PeriodS Seconds `yaml:"periodS,omitempty"`
 	// PeakHour is the hour (0..24 scaled to the period) of the diurnal peak; t=0 is
 	// hour 0. Zero means DefaultPeakHour; use 24 for a peak at t=0.
-	PeakHour float64 `yaml:"peakHour"`
+	PeakHour float64 `yaml:"peakHour,omitempty"`
 	// BurstFactor is the bursty rate inside a burst divided by the rate outside (>= 1).
-	BurstFactor float64 `yaml:"burstFactor"`
+	BurstFactor float64 `yaml:"burstFactor,omitempty"`
 	// MeanBurstS is the mean length of a burst in seconds (exponential).
-	MeanBurstS Seconds `yaml:"meanBurstS"`
+	MeanBurstS Seconds `yaml:"meanBurstS,omitempty"`
 	// BurstFraction is the long-run fraction of time spent in bursts (0 < f < 1).
-	BurstFraction float64 `yaml:"burstFraction"`
+	BurstFraction float64 `yaml:"burstFraction,omitempty"`
 }
 
 // Dist is a discrete distribution: Values drawn with probability proportional to
@@ -98,6 +102,12 @@ type Arrival struct {
 type Dist[T any] struct {
 	Values  []T       `yaml:"values"`
 	Weights []float64 `yaml:"weights,omitempty"`
+}
+
+// MarshalYAML writes the distribution in flow style ({values: [...], weights: [...]}).
+func (d Dist[T]) MarshalYAML() (any, error) {
+	type plain Dist[T]
+	return flow(plain(d))
 }
 
 // LogNormal is a log-normal distribution truncated to [MinS, MaxS] (by inverse-CDF
@@ -389,4 +399,41 @@ func (m *ClassMix) setDefaults() {
 	if m.MemoryMiB == 0 {
 		m.MemoryMiB = d.MemoryMiB
 	}
+}
+
+// MarshalYAMLBlock renders s as a YAML block (2-space indents, distributions in
+// flow style), suitable for a scenario's workload.synthetic.
+func (s *Synthetic) MarshalYAMLBlock() ([]byte, error) {
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(s); err != nil {
+		return nil, fmt.Errorf("workload: encode synthetic block: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("workload: encode synthetic block: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// flow encodes v as a flow-style YAML node.
+func flow(v any) (any, error) {
+	var n yaml.Node
+	if err := n.Encode(v); err != nil {
+		return nil, fmt.Errorf("encode %T: %w", v, err)
+	}
+	n.Style = yaml.FlowStyle
+	return &n, nil
+}
+
+// MarshalYAML writes the block in flow style ({medianS: ..., sigma: ...}).
+func (d LogNormal) MarshalYAML() (any, error) {
+	type plain LogNormal
+	return flow(plain(d))
+}
+
+// MarshalYAML writes the block in flow style ({factorMin: ..., ...}).
+func (w Walltime) MarshalYAML() (any, error) {
+	type plain Walltime
+	return flow(plain(w))
 }

@@ -2,7 +2,10 @@ package workloads
 
 import (
 	"bytes"
+	"flag"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -479,5 +482,39 @@ func TestYAMLRoundTrip(t *testing.T) {
 	}
 	if diff := cmp.Diff(s, back); diff != "" {
 		t.Fatalf("round trip differs:\n%s", diff)
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata")
+
+// testdata/default.yaml is the embedded default rendered as YAML (the block shown in
+// docs/workloads.md). Regenerate with: go test ./workloads -run Golden -update
+func TestDefaultGolden(t *testing.T) {
+	s := DefaultSynthetic()
+	got, err := s.MarshalYAMLBlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "default.yaml")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Fatalf("default block changed (run with -update if intended):\n%s", diff)
+	}
+	var back Synthetic
+	dec := yaml.NewDecoder(bytes.NewReader(got))
+	dec.KnownFields(true)
+	if err := dec.Decode(&back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(s, back); diff != "" {
+		t.Fatalf("block round trip differs:\n%s", diff)
 	}
 }
