@@ -173,12 +173,12 @@ wait:
 	return nil
 }
 
-// groupGone polls until no process is left in process group pgid or wait passes.
+// groupGone polls until no live process is left in process group pgid or wait
+// passes. Zombies (exited, not yet reaped by their new parent) do not count.
 func groupGone(pgid int, wait time.Duration) bool {
 	end := time.Now().Add(wait)
 	for {
-		err := syscall.Kill(-pgid, 0)
-		if errors.Is(err, syscall.ESRCH) {
+		if !groupAlive(pgid) {
 			return true
 		}
 		if time.Now().After(end) {
@@ -186,6 +186,51 @@ func groupGone(pgid int, wait time.Duration) bool {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// groupAlive reports whether process group pgid has a process that is not a
+// zombie. Without /proc a zombie counts as alive.
+func groupAlive(pgid int) bool {
+	if errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) {
+		return false
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		state, pg, ok := procStat(pid)
+		if ok && pg == pgid && state != "Z" && state != "X" {
+			return true
+		}
+	}
+	return false
+}
+
+// procStat reads a process's state and process group from /proc/PID/stat.
+func procStat(pid int) (state string, pgrp int, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", 0, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')') // comm may contain spaces and parens
+	if i < 0 {
+		return "", 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 3 {
+		return "", 0, false
+	}
+	pg, err := strconv.Atoi(f[2])
+	if err != nil {
+		return "", 0, false
+	}
+	return f[0], pg, true
 }
 
 // throughput computes a member's throughput over [from, to]: for cumulative
