@@ -79,13 +79,16 @@ type queuePolicy struct {
 
 	started []*sim.Job
 	// backfill scratch, indexed by node
-	extraGPU []int32
-	extraCPU []int64
-	extraMem []int64
-	touched  []sim.NodeID
-	hostC    []int64 // per model: replicas of the head that fit at the shadow time
-	prof     profile
-	profs    []profile
+	extraMilli []sim.MilliGPU // by GPU
+	touchedN   []bool         // by node
+	nodesTmp   []sim.NodeID
+	beforeTmp  []int64
+	extraCPU   []int64
+	extraMem   []int64
+	touched    []sim.NodeID
+	hostC      []int64 // per model: replicas of the head that fit at the shadow time
+	prof       profile
+	profs      []profile
 }
 
 func newQueuePolicy(name string, o order, bf backfillMode, p QueueParams) (*queuePolicy, error) {
@@ -150,7 +153,8 @@ func (q *queuePolicy) init(v *sim.View) {
 			return a.Ref < b.Ref
 		})
 		n := v.Cluster().NumNodes()
-		q.extraGPU = make([]int32, n)
+		q.extraMilli = make([]sim.MilliGPU, v.Cluster().NumGPUs())
+		q.touchedN = make([]bool, n)
 		q.extraCPU = make([]int64, n)
 		q.extraMem = make([]int64, n)
 		q.hostC = make([]int64, len(v.Cluster().Models()))
@@ -255,12 +259,28 @@ func (q *queuePolicy) Schedule(v *sim.View, p *sim.Plan) error {
 	return err
 }
 
-// host returns how many replicas of s node n could take with the live free
-// resources plus the scratch extras, minus dGPU/dCPU/dMem.
+// projFree returns node n's whole free GPUs in the projected state (live state
+// with the milli-GPU in extraMilli given back).
+func (q *queuePolicy) projFree(c *sim.Cluster, n sim.NodeID) int32 {
+	if !q.touchedN[n] {
+		return c.NodeFreeGPUs(n)
+	}
+	var k int32
+	first, end := c.NodeGPUs(n)
+	for g := first; g < end; g++ {
+		if c.GPUUsed(g)-q.extraMilli[g] <= 0 {
+			k++
+		}
+	}
+	return k
+}
+
+// host returns how many replicas of s node n could take in the projected state,
+// minus dGPU whole GPUs and dCPU/dMem.
 func (q *queuePolicy) host(c *sim.Cluster, n sim.NodeID, s *sim.JobSpec, dGPU int32, dCPU, dMem int64) int64 {
 	k := int64(1 << 40)
 	if g := s.GPUsPerReplica; g > 0 {
-		k = int64(c.NodeFreeGPUs(n)+q.extraGPU[n]-dGPU) / int64(g)
+		k = int64(q.projFree(c, n)-dGPU) / int64(g)
 	}
 	if s.CPUMilli > 0 {
 		k = min(k, (c.NodeFreeCPU(n)+q.extraCPU[n]-dCPU)/s.CPUMilli)
@@ -271,17 +291,74 @@ func (q *queuePolicy) host(c *sim.Cluster, n sim.NodeID, s *sim.JobSpec, dGPU in
 	return max(k, 0)
 }
 
-func (q *queuePolicy) clearExtras() {
+func (q *queuePolicy) touch(n sim.NodeID) {
+	if !q.touchedN[n] {
+		q.touchedN[n] = true
+		q.touched = append(q.touched, n)
+	}
+}
+
+func (q *queuePolicy) clearExtras(c *sim.Cluster) {
 	for _, n := range q.touched {
-		q.extraGPU[n], q.extraCPU[n], q.extraMem[n] = 0, 0, 0
+		q.extraCPU[n], q.extraMem[n] = 0, 0
+		q.touchedN[n] = false
+		first, end := c.NodeGPUs(n)
+		for g := first; g < end; g++ {
+			q.extraMilli[g] = 0
+		}
 	}
 	q.touched = q.touched[:0]
+}
+
+// giveBack adds job j's current resources to the projected state (it will have
+// ended by the shadow time), updating the head's per-model replica counts.
+func (q *queuePolicy) giveBack(c *sim.Cluster, hs *sim.JobSpec, nodes []sim.NodeID, gpus []sim.GPUID, js *sim.JobSpec, updateC bool) {
+	g := int(js.GPUsPerReplica)
+	q.nodesTmp = q.nodesTmp[:0]
+	for _, n := range nodes {
+		if !containsNode(q.nodesTmp, n) {
+			q.nodesTmp = append(q.nodesTmp, n)
+		}
+	}
+	if len(q.beforeTmp) < len(q.nodesTmp) {
+		q.beforeTmp = make([]int64, len(q.nodesTmp)*2)
+	}
+	for i, n := range q.nodesTmp {
+		if m := c.NodeModel(n); updateC && q.hostC[m] >= 0 {
+			q.beforeTmp[i] = q.host(c, n, hs, 0, 0, 0)
+		}
+	}
+	for r, n := range nodes {
+		q.touch(n)
+		q.extraCPU[n] += js.CPUMilli
+		q.extraMem[n] += js.MemoryMiB
+		for _, gpu := range gpus[r*g : (r+1)*g] {
+			q.extraMilli[gpu] += js.GPUMilli
+		}
+	}
+	for i, n := range q.nodesTmp {
+		if m := c.NodeModel(n); updateC && q.hostC[m] >= 0 {
+			q.hostC[m] += q.host(c, n, hs, 0, 0, 0) - q.beforeTmp[i]
+		}
+	}
+}
+
+func containsNode(s []sim.NodeID, n sim.NodeID) bool {
+	for _, x := range s {
+		if x == n {
+			return true
+		}
+	}
+	return false
 }
 
 // easy runs one EASY backfill pass behind the blocked head job h: it finds the
 // shadow time at which h fits once running jobs end at their estimated ends, then
 // starts later jobs that fit now and either end (by estimate) before the shadow time
-// or leave enough room for h at the shadow time.
+// or leave enough room for h at the shadow time. For a whole-GPU head the projected
+// state is exact per GPU (milli-GPU given back by ending jobs); for a fractional or
+// CPU-only head the shadow time comes from aggregate milli-GPU and only jobs that
+// end before it are backfilled.
 func (q *queuePolicy) easy(v *sim.View, p *sim.Plan, h *sim.Job) error {
 	c := v.Cluster()
 	now := v.Now()
@@ -289,7 +366,7 @@ func (q *queuePolicy) easy(v *sim.View, p *sim.Plan, h *sim.Job) error {
 	wholeHead := hs.GPUsPerReplica > 0 && !hs.Fractional()
 	shadow := sim.Never
 	mstar := -1
-	defer q.clearExtras()
+	defer q.clearExtras(c)
 	if wholeHead {
 		models := c.Models()
 		for m := range q.hostC {
@@ -310,28 +387,7 @@ func (q *queuePolicy) easy(v *sim.View, p *sim.Plan, h *sim.Job) error {
 			if q.window > 0 && t > now.Add(q.window) {
 				return false
 			}
-			rs := &r.Spec
-			g := rs.GPUsPerReplica
-			whole := g > 0 && !rs.Fractional()
-			for i, n := range r.Nodes {
-				m := c.NodeModel(n)
-				before := int64(0)
-				if q.hostC[m] >= 0 {
-					before = q.host(c, n, hs, 0, 0, 0)
-				}
-				if q.extraGPU[n] == 0 && q.extraCPU[n] == 0 && q.extraMem[n] == 0 {
-					q.touched = append(q.touched, n)
-				}
-				if whole {
-					q.extraGPU[n] += g
-				}
-				q.extraCPU[n] += rs.CPUMilli
-				q.extraMem[n] += rs.MemoryMiB
-				_ = i
-				if q.hostC[m] >= 0 {
-					q.hostC[m] += q.host(c, n, hs, 0, 0, 0) - before
-				}
-			}
+			q.giveBack(c, hs, r.Nodes, r.GPUs, &r.Spec, true)
 			for m, cnt := range q.hostC {
 				if cnt >= int64(hs.Replicas) {
 					shadow, mstar = t, m
@@ -341,7 +397,7 @@ func (q *queuePolicy) easy(v *sim.View, p *sim.Plan, h *sim.Job) error {
 			return true
 		})
 	} else {
-		// Fractional or CPU-only head: aggregate milli-GPU (and CPU) release order.
+		// Fractional or CPU-only head: aggregate milli-GPU release order.
 		needMilli := hs.GPUDemandMilli()
 		free := c.NumGPUs()*int64(sim.WholeGPU) - c.AllocatedMilli()
 		q.run.each(func(r *sim.Job) bool {
@@ -380,8 +436,16 @@ func (q *queuePolicy) easy(v *sim.View, p *sim.Plan, h *sim.Job) error {
 		}
 		rem := j.Estimate - j.Done
 		if shadow == sim.Never || now.Add(max(rem, 0)) <= shadow {
-			err = q.start(p, j)
-			return err == nil
+			if err = q.start(p, j); err != nil {
+				return false
+			}
+			if mstar >= 0 {
+				// It ends before the shadow time: give its resources back in the
+				// projected state, which is then what it was before the start (the
+				// head's replica count is unchanged).
+				q.giveBack(c, hs, q.pl.Nodes, q.pl.GPUs, &j.Spec, false)
+			}
+			return true
 		}
 		if mstar < 0 {
 			return true // non-whole head: only jobs that end before the shadow time
@@ -391,10 +455,9 @@ func (q *queuePolicy) easy(v *sim.View, p *sim.Plan, h *sim.Job) error {
 		js := &j.Spec
 		g := int(js.GPUsPerReplica)
 		for r, n := range q.pl.Nodes {
-			if c.NodeModel(n) != mstar || q.pl.usedEarlier(r) {
+			if q.pl.usedEarlier(r) || c.NodeModel(n) != mstar {
 				continue
 			}
-			// all replicas of j on node n at once
 			var dGPU int32
 			var reps int64
 			for r2 := r; r2 < len(q.pl.Nodes); r2++ {
@@ -403,8 +466,8 @@ func (q *queuePolicy) easy(v *sim.View, p *sim.Plan, h *sim.Job) error {
 				}
 				reps++
 				for _, gpu := range q.pl.GPUs[r2*g : (r2+1)*g] {
-					if c.GPUUsed(gpu) == 0 {
-						dGPU++
+					if c.GPUUsed(gpu)-q.extraMilli[gpu] <= 0 {
+						dGPU++ // a GPU free at the shadow time that j would still hold
 					}
 				}
 			}

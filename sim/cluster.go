@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"sort"
 )
 
@@ -424,30 +425,49 @@ func (c *Cluster) Clone() *Cluster {
 }
 
 // Feasible reports whether spec could ever run on this cluster when it is empty:
-// enough nodes of an allowed model with room for one replica each. The error says why not.
+// Replicas nodes of one allowed GPU model (every replica of a gang uses one model)
+// each with room for one replica (GPUs, CPU, memory), or counting several replicas
+// per node where they fit. The error says why not.
 func (c *Cluster) Feasible(s *JobSpec) error {
-	okNodes := 0
+	perModel := make([]int64, len(c.models))
 	var best int32
+	anyNode := false
 	for i := range c.nodes {
 		n := &c.nodes[i]
-		if s.GPUsPerReplica > 0 && !s.AllowsModel(n.GPUModel) {
-			continue
-		}
-		if n.GPUs >= s.GPUsPerReplica && n.CPUMilli >= s.CPUMilli && n.MemoryMiB >= s.MemoryMiB {
-			okNodes++
-			if okNodes >= int(s.Replicas) {
-				return nil
-			}
-		}
 		if n.GPUs > best {
 			best = n.GPUs
 		}
+		if s.GPUsPerReplica > 0 && !s.AllowsModel(n.GPUModel) {
+			continue
+		}
+		k := int64(1 << 40)
+		if s.GPUsPerReplica > 0 {
+			k = int64(n.GPUs / s.GPUsPerReplica)
+		}
+		if s.CPUMilli > 0 {
+			k = min(k, n.CPUMilli/s.CPUMilli)
+		}
+		if s.MemoryMiB > 0 {
+			k = min(k, n.MemoryMiB/s.MemoryMiB)
+		}
+		if k <= 0 {
+			continue
+		}
+		anyNode = true
+		m := 0
+		if s.GPUsPerReplica > 0 {
+			m = int(c.nodeMdl[i])
+		}
+		perModel[m] += k
+		if perModel[m] >= int64(s.Replicas) {
+			return nil
+		}
 	}
-	if okNodes == 0 {
+	if !anyNode {
 		return fmt.Errorf("needs %d GPUs (models %v), %d mCPU and %d MiB per replica; no node has that (largest node has %d GPUs)",
 			s.GPUsPerReplica, modelsOrAny(s.GPUModels), s.CPUMilli, s.MemoryMiB, best)
 	}
-	return fmt.Errorf("needs %d replicas but only %d nodes can hold one", s.Replicas, okNodes)
+	return fmt.Errorf("needs %d replicas of %d GPUs on nodes of one GPU model; the cluster can hold at most %d", s.Replicas, s.GPUsPerReplica, slices.Max(perModel))
 }
 
 func modelsOrAny(m []string) any {

@@ -39,11 +39,19 @@ type Config struct {
 	Speed SpeedModel
 	// NoLog disables the event log (benchmarks).
 	NoLog bool
-	// Progress, if set, is called every ProgressEvery events (default 65536) with the
-	// current virtual time and the events processed so far. It runs on the engine's
-	// goroutine.
-	Progress      func(now Time, events int64)
+	// Progress, if set, is called about every ProgressEvery events (default 65536)
+	// and once at the end. It runs on the engine's goroutine.
+	Progress      func(Progress)
 	ProgressEvery int64
+}
+
+// Progress reports how far a run is.
+type Progress struct {
+	Now      Time
+	Events   int64
+	Ended    int // jobs finished, killed or timed out
+	Total    int // jobs in the run
+	LastSubm Time
 }
 
 // Sample is one row of the time series: the state in effect at Time.
@@ -109,6 +117,8 @@ type Engine struct {
 	events     int64
 	points     int64
 	lastWake   Time
+	ended      int
+	nextTick   int64
 	inSchedule bool
 	deferred   []Event
 	nodeSlab   []NodeID
@@ -248,15 +258,16 @@ func (e *Engine) Run(ctx context.Context) (*Result, error) {
 			// drop remaining wake-ups: nothing can change
 			e.q.h = e.q.h[:0]
 		}
-		if e.cfg.Progress != nil || ctx != nil {
-			if e.events/e.cfg.ProgressEvery != (e.events-1)/e.cfg.ProgressEvery || e.points%4096 == 0 {
+		if e.events >= e.nextTick {
+			e.nextTick = e.events + e.cfg.ProgressEvery
+			{
 				if ctx != nil {
 					if err := ctx.Err(); err != nil {
 						return nil, err
 					}
 				}
 				if e.cfg.Progress != nil {
-					e.cfg.Progress(e.now, e.events)
+					e.cfg.Progress(e.progress())
 				}
 			}
 		}
@@ -283,7 +294,7 @@ func (e *Engine) Run(ctx context.Context) (*Result, error) {
 		SchedulingPoints:           e.points,
 	}
 	if e.cfg.Progress != nil {
-		e.cfg.Progress(e.now, e.events)
+		e.cfg.Progress(e.progress())
 	}
 	return res, nil
 }
@@ -558,6 +569,7 @@ func (e *Engine) finish(it qitem) bool {
 		return false // stale: the job was preempted after this end was scheduled
 	}
 	e.events++
+	e.ended++
 	e.stop(j)
 	j.End = e.now
 	e.lastEnd = e.now
@@ -589,6 +601,7 @@ func (e *Engine) applyPreempt(p *Preempt) error {
 	j.Preempted++
 	if p.Mode == PreemptKill {
 		j.State = StateKilled
+		e.ended++
 		j.End = e.now
 		e.lastEnd = e.now
 		e.busyAtLast = e.busy
@@ -605,6 +618,14 @@ func (e *Engine) applyPreempt(p *Preempt) error {
 	e.pendPush(j)
 	e.record(EvPreempt, j.Ref, 0)
 	return nil
+}
+
+func (e *Engine) progress() Progress {
+	p := Progress{Now: e.now, Events: e.events, Ended: e.ended, Total: len(e.jobs)}
+	if len(e.jobs) > 0 {
+		p.LastSubm = e.jobs[len(e.jobs)-1].Spec.Submit
+	}
+	return p
 }
 
 func (e *Engine) sample() {
