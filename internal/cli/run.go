@@ -1,0 +1,227 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/gpusim/gpusim/scenarios"
+	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/traces"
+)
+
+// RunOptions are the flags of `gpusim run`.
+type RunOptions struct {
+	Scenario string
+	Demo     bool
+	OutDir   string
+	Policies []string
+	Sets     []string
+	Seed     int64
+	SeedSet  bool
+	Quiet    bool
+	Parallel int
+	NoEvents bool
+}
+
+func init() { register(func(io *IO) *cobra.Command { return NewCmdRun(io, nil) }) }
+
+// NewCmdRun builds `gpusim run`. runF replaces the behaviour in tests of flag parsing.
+func NewCmdRun(io *IO, runF func(*RunOptions) error) *cobra.Command {
+	opts := &RunOptions{}
+	cmd := &cobra.Command{
+		Use:   "run SCENARIO.yaml",
+		Short: "Run a scenario's policies and write result files",
+		Long: `Run replays the scenario's workload on its cluster under each policy (in
+parallel; each result is identical to running that policy alone) and writes, per
+policy, DIR/<policy>/{summary.json, jobs.csv, jobs.parquet, timeseries.parquet,
+events.parquet}. With --demo it runs the embedded demo scenario (no files needed).`,
+		Example: `  gpusim run scenarios/examples/philly-vc.yaml -o out/philly
+  gpusim run --demo -o out/demo
+  gpusim run s.yaml --policy fifo --policy easy-backfill --set seed=7 --set workload.synthetic.load=0.9`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if opts.Demo && len(args) == 0 || !opts.Demo && len(args) == 1 {
+				return nil
+			}
+			return UsageErrorf("run needs exactly one SCENARIO file (or --demo)")
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Scenario = args[0]
+			}
+			opts.SeedSet = cmd.Flags().Changed("seed")
+			if runF != nil {
+				return runF(opts)
+			}
+			return runRun(cmd.Context(), io, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&opts.OutDir, "output", "o", "", "output directory (default out/<scenario name>)")
+	f.StringArrayVar(&opts.Policies, "policy", nil, "run only this policy (label or name; repeatable); unlisted names are added with default params")
+	f.StringArrayVar(&opts.Sets, "set", nil, "override a scenario field: path=value (repeatable), e.g. --set seed=7")
+	f.Int64Var(&opts.Seed, "seed", 0, "override the scenario seed")
+	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors")
+	f.IntVar(&opts.Parallel, "parallel", 0, "policies run at once (default: CPU count)")
+	f.BoolVar(&opts.NoEvents, "no-events", false, "do not record the event log (events.parquet is then empty)")
+	f.BoolVar(&opts.Demo, "demo", false, "run the embedded demo scenario")
+	_ = cmd.RegisterFlagCompletionFunc("policy", completePolicies)
+	return cmd
+}
+
+// loadScenario loads a scenario (file or the embedded demo) with overrides, mapping
+// errors to exit code 2.
+func loadScenario(path string, demo bool, sets []string, seed *int64) (*scenarios.Scenario, error) {
+	if seed != nil {
+		sets = append(append([]string(nil), sets...), fmt.Sprintf("seed=%d", *seed))
+	}
+	var sc *scenarios.Scenario
+	var err error
+	if demo {
+		sc, err = scenarios.Demo(sets)
+	} else {
+		sc, err = scenarios.Load(path, sets)
+	}
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, UsageErrorf("scenario %s: %v", path, pe.Err)
+		}
+		return nil, UsageError(err)
+	}
+	return sc, nil
+}
+
+// classifyRunError maps errors from scenarios.Run to exit codes: input problems
+// (scenario, trace rows, impossible clusters) are 2, the rest 1.
+func classifyRunError(err error) error {
+	var se *scenarios.Error
+	var re *traces.RowError
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &se), errors.As(err, &re), errors.As(err, &pe):
+		return UsageError(err)
+	case errors.Is(err, context.Canceled):
+		return RuntimeError(fmt.Errorf("interrupted"))
+	}
+	return RuntimeError(err)
+}
+
+func runRun(ctx context.Context, io *IO, opts *RunOptions) error {
+	var seed *int64
+	if opts.SeedSet {
+		if opts.Seed < 0 {
+			return UsageErrorf("--seed must be >= 0")
+		}
+		seed = &opts.Seed
+	}
+	sc, err := loadScenario(opts.Scenario, opts.Demo, opts.Sets, seed)
+	if err != nil {
+		return err
+	}
+	out := opts.OutDir
+	if out == "" {
+		name := sc.Name
+		if name == "" {
+			name = strings.TrimSuffix(filepath.Base(opts.Scenario), filepath.Ext(opts.Scenario))
+		}
+		out = filepath.Join("out", name)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return RuntimeError(err)
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	prog := newProgress(io, opts.Quiet)
+	runs, err := scenarios.Run(ctx, sc, scenarios.RunOptions{
+		Policies: opts.Policies, OutDir: out, Parallel: opts.Parallel, Version: VersionString(),
+		Now: time.Now, Progress: prog.update, NoLog: opts.NoEvents,
+	})
+	prog.finish()
+	if err != nil {
+		return classifyRunError(err)
+	}
+	if opts.Quiet {
+		return nil
+	}
+	printRunTable(io.Out, runs)
+	fmt.Fprintf(io.Out, "results in %s/<policy>/\n", out)
+	return nil
+}
+
+func printRunTable(w io.Writer, runs []scenarios.PolicyRun) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tjobs\tdone\twait mean s\twait p95 s\tJCT mean s\tslowdown mean\tGPU util\tmakespan s\tevents/s\t")
+	for _, r := range runs {
+		s := r.Summary
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%.3f\t%.0f\t%.3g\t\n", r.Label, s.Jobs.Total, s.Jobs.Completed,
+			s.WaitS.Mean, s.WaitS.P95, s.JCTS.Mean, s.Slowdown.Mean, s.GPUUtilization, s.MakespanS, s.EventsPerSecond)
+	}
+	tw.Flush()
+}
+
+// progress draws one bar on a terminal's stderr for all policies of a run:
+// jobs ended out of jobs x policies, with simulated time and events/s.
+type progress struct {
+	mu    sync.Mutex
+	bar   *progressbar.ProgressBar
+	ended map[string]int
+	total map[string]int
+	ev    map[string]int64
+	now   map[string]sim.Time
+	t0    time.Time
+}
+
+func newProgress(io *IO, quiet bool) *progress {
+	p := &progress{ended: map[string]int{}, total: map[string]int{}, ev: map[string]int64{}, now: map[string]sim.Time{}, t0: time.Now()}
+	if quiet || !io.ErrIsTTY {
+		return p
+	}
+	p.bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(io.Err), progressbar.OptionSetDescription("simulating"),
+		progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish(),
+		progressbar.OptionSetWidth(30))
+	return p
+}
+
+func (p *progress) update(policy string, s sim.Progress) {
+	if p.bar == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ended[policy], p.total[policy], p.ev[policy], p.now[policy] = s.Ended, s.Total, s.Events, s.Now
+	var ended, total int
+	var ev int64
+	var tmax sim.Time
+	for k := range p.total {
+		ended += p.ended[k]
+		total += p.total[k]
+		ev += p.ev[k]
+		tmax = max(tmax, p.now[k])
+	}
+	el := time.Since(p.t0).Seconds()
+	p.bar.ChangeMax(total)
+	p.bar.Describe(fmt.Sprintf("sim t=%.0fs  %.2g events/s", tmax.Seconds(), float64(ev)/max(el, 1e-9)))
+	_ = p.bar.Set(ended)
+}
+
+func (p *progress) finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+	}
+}

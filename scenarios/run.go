@@ -1,0 +1,172 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/gpusim/gpusim/reports"
+	"github.com/gpusim/gpusim/sim"
+)
+
+// RunOptions control Run.
+type RunOptions struct {
+	// Policies selects policies by label or name (nil = all in the scenario); a name
+	// the scenario does not list is added with default parameters.
+	Policies []string
+	// OutDir, if set, receives one subdirectory per policy (summary.json, jobs.csv,
+	// jobs.parquet, timeseries.parquet, events.parquet).
+	OutDir string
+	// Parallel bounds concurrent policy runs (default GOMAXPROCS). Results do not
+	// depend on it.
+	Parallel int
+	// Version is written into provenance.
+	Version string
+	// Now reads the wall clock for wall_seconds (injected by the CLI; nil = zero).
+	Now func() time.Time
+	// Progress is called from each run's goroutine (must be safe for concurrent use).
+	Progress func(policy string, p sim.Progress)
+	// NoLog disables the event log (and events.parquet).
+	NoLog bool
+}
+
+// PolicyRun is the outcome of one policy.
+type PolicyRun struct {
+	Label   string
+	Result  *sim.Result
+	Summary *reports.Summary
+	Wall    time.Duration
+	Dir     string // output directory ("" when not written)
+}
+
+// Select resolves the policies to run: indexes into s.Policies (adding unlisted
+// names with default parameters). Unknown names are an error.
+func (s *Scenario) Select(names []string) ([]int, error) {
+	if len(names) == 0 {
+		idx := make([]int, len(s.Policies))
+		for i := range idx {
+			idx[i] = i
+		}
+		return idx, nil
+	}
+	var idx []int
+	seen := map[int]bool{}
+	for _, n := range names {
+		found := -1
+		for i := range s.Policies {
+			if s.Policies[i].DisplayName() == n || s.Policies[i].Label == "" && s.Policies[i].Name == n {
+				found = i
+				break
+			}
+		}
+		if found < 0 {
+			p := PolicySpec{Name: n}
+			s.Policies = append(s.Policies, p)
+			if fe := s.validate(); len(fe) > 0 {
+				s.Policies = s.Policies[:len(s.Policies)-1]
+				return nil, fmt.Errorf("--policy %s: %v", n, s.problems(fe))
+			}
+			found = len(s.Policies) - 1
+		}
+		if !seen[found] {
+			idx = append(idx, found)
+			seen[found] = true
+		}
+	}
+	return idx, nil
+}
+
+// Run builds the cluster and workload once and runs the selected policies, each in
+// its own engine (in parallel up to opts.Parallel). Each result is identical to
+// running that policy alone. Results come back in selection order.
+func Run(ctx context.Context, s *Scenario, opts RunOptions) ([]PolicyRun, error) {
+	idx, err := s.Select(opts.Policies)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := s.Nodes()
+	if err != nil {
+		return nil, err
+	}
+	cluster, err := sim.NewCluster(nodes)
+	if err != nil {
+		return nil, s.fieldErr("cluster", err)
+	}
+	if cluster.NumGPUs() == 0 {
+		return nil, s.fieldErr("cluster", fmt.Errorf("the cluster has no GPUs"))
+	}
+	jobs, _, err := s.Jobs(cluster)
+	if err != nil {
+		return nil, err
+	}
+	par := opts.Parallel
+	if par <= 0 {
+		par = runtime.GOMAXPROCS(0)
+	}
+	out := make([]PolicyRun, len(idx))
+	errs := make([]error, len(idx))
+	sem := make(chan struct{}, par)
+	var wg sync.WaitGroup
+	for k, i := range idx {
+		wg.Add(1)
+		go func(k, i int) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[k], errs[k] = s.runOne(ctx, cluster, jobs, i, opts)
+		}(k, i)
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			return nil, e
+		}
+	}
+	return out, nil
+}
+
+func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, jobs []sim.JobSpec, i int, opts RunOptions) (PolicyRun, error) {
+	pol, err := s.Policy(i)
+	if err != nil {
+		return PolicyRun{}, err
+	}
+	label := s.Policies[i].DisplayName()
+	cfg := s.Config()
+	cfg.Cluster = cluster
+	cfg.Jobs = jobs
+	cfg.Policy = pol
+	cfg.NoLog = opts.NoLog
+	if opts.Progress != nil {
+		cfg.Progress = func(p sim.Progress) { opts.Progress(label, p) }
+	}
+	var t0 time.Time
+	if opts.Now != nil {
+		t0 = opts.Now()
+	}
+	e, err := sim.NewEngine(cfg)
+	if err != nil {
+		return PolicyRun{}, fmt.Errorf("policy %s: %w", label, err)
+	}
+	res, err := e.Run(ctx)
+	if err != nil {
+		return PolicyRun{}, fmt.Errorf("policy %s: %w", label, err)
+	}
+	var wall time.Duration
+	if opts.Now != nil {
+		wall = opts.Now().Sub(t0)
+	}
+	res.Policy = label
+	prov := reports.Provenance{Version: opts.Version, GoVersion: runtime.Version(), Seed: s.SeedValue(), Scenario: s.Name, ScenarioSHA256: s.hash}
+	sum := reports.Summarize(res, prov, wall)
+	pr := PolicyRun{Label: label, Result: res, Summary: sum, Wall: wall}
+	if opts.OutDir != "" {
+		pr.Dir = filepath.Join(opts.OutDir, label)
+		if err := reports.WriteRunDir(pr.Dir, res, sum); err != nil {
+			return pr, err
+		}
+	}
+	return pr, nil
+}

@@ -1,0 +1,301 @@
+package scenarios
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/traces"
+	"github.com/gpusim/gpusim/workloads"
+)
+
+// APIVersion is the scenario schema version this build reads.
+const APIVersion = "gpusim/v1alpha1"
+
+// Named defaults (documented in the README's scenario reference).
+const (
+	DefaultSeed           = 42
+	DefaultSampleInterval = 60 * sim.Second
+	DefaultNodesPerLeaf   = 32
+)
+
+// Scenario is a parsed scenario file: `apiVersion: gpusim/v1alpha1, kind: Scenario`.
+type Scenario struct {
+	APIVersion  string       `yaml:"apiVersion"`
+	Kind        string       `yaml:"kind"`
+	Name        string       `yaml:"name"`
+	Description string       `yaml:"description"`
+	Seed        *uint64      `yaml:"seed"`
+	Oracle      bool         `yaml:"oracle"`
+	Simulation  Simulation   `yaml:"simulation"`
+	Cluster     ClusterSpec  `yaml:"cluster"`
+	Workload    WorkloadSpec `yaml:"workload"`
+	Policies    []PolicySpec `yaml:"policies"`
+
+	file string     // path it was read from ("" when embedded)
+	dir  string     // base directory for relative paths
+	root *yaml.Node // document, after --set overrides
+	hash string     // sha256 of the effective document
+}
+
+// Simulation holds simulator-only settings.
+type Simulation struct {
+	// Horizon stops the run at this virtual time (0 = when nothing is left to do).
+	Horizon policies.Dur `yaml:"horizon"`
+	// SampleInterval is the time-series period (default 60s; "0" disables).
+	SampleInterval *policies.Dur `yaml:"sampleInterval"`
+	// EnforceWalltime stops jobs at their walltime like Slurm time limits (default true).
+	EnforceWalltime *bool `yaml:"enforceWalltime"`
+	// CheckpointInterval: preempted jobs keep work up to the last multiple (default 0: none).
+	CheckpointInterval policies.Dur `yaml:"checkpointInterval"`
+}
+
+// ClusterSpec describes the cluster: pools of templated nodes, or an imported node list.
+type ClusterSpec struct {
+	Pools     []PoolSpec            `yaml:"pools"`
+	From      *traces.ClusterSource `yaml:"from"`
+	Fabric    Fabric                `yaml:"fabric"`
+	Templates []NodeTemplate        `yaml:"templates"`
+}
+
+// PoolSpec is a group of identical nodes. Fields other than name, template and
+// nodes override the template (or define the node fully when template is empty).
+type PoolSpec struct {
+	Name         string `yaml:"name"`
+	Template     string `yaml:"template"`
+	Nodes        int    `yaml:"nodes"`
+	GPUModel     string `yaml:"gpuModel"`
+	GPUs         *int32 `yaml:"gpus"`
+	GPUMemoryMiB *int64 `yaml:"gpuMemoryMiB"`
+	CPUMilli     *int64 `yaml:"cpuMilli"`
+	MemoryMiB    *int64 `yaml:"memoryMiB"`
+	NVLinkSize   *int32 `yaml:"nvlinkSize"`
+	PCIeSize     *int32 `yaml:"pcieSize"`
+	SocketSize   *int32 `yaml:"socketSize"`
+}
+
+// Fabric positions nodes in the network: consecutive nodes (in pool order) fill a
+// leaf switch, consecutive leaves a spine block.
+type Fabric struct {
+	NodesPerLeaf     int     `yaml:"nodesPerLeaf"`     // default 32
+	LeavesPerSpine   int     `yaml:"leavesPerSpine"`   // 0 = one spine block for all leaves
+	Oversubscription float64 `yaml:"oversubscription"` // leaf-to-spine oversubscription ratio (default 1)
+}
+
+// WorkloadSpec is the job source: exactly one of synthetic or trace.
+type WorkloadSpec struct {
+	Synthetic *workloads.Synthetic `yaml:"synthetic"`
+	Trace     *traces.TraceSource  `yaml:"trace"`
+}
+
+// PolicySpec selects a registered policy with its parameters.
+type PolicySpec struct {
+	Name   string    `yaml:"name"`
+	Label  string    `yaml:"label"` // output directory name (default: name)
+	Params yaml.Node `yaml:"params"`
+}
+
+// DisplayName is the label, or the name.
+func (p *PolicySpec) DisplayName() string {
+	if p.Label != "" {
+		return p.Label
+	}
+	return p.Name
+}
+
+// File returns the scenario's path ("" for an embedded scenario).
+func (s *Scenario) File() string { return s.file }
+
+// SHA256 returns the hex sha256 of the effective scenario (after overrides).
+func (s *Scenario) SHA256() string { return s.hash }
+
+// SeedValue returns the master seed.
+func (s *Scenario) SeedValue() uint64 {
+	if s.Seed == nil {
+		return DefaultSeed
+	}
+	return *s.Seed
+}
+
+// Error is a scenario problem: every validation error with its YAML line.
+type Error struct {
+	File     string
+	Problems []Problem
+}
+
+// Problem is one validation error at a field path.
+type Problem struct {
+	Line int
+	Path string
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		f := e.File
+		if f == "" {
+			f = "<embedded demo>"
+		}
+		if p.Line > 0 {
+			fmt.Fprintf(&b, "%s:%d: ", f, p.Line)
+		} else {
+			fmt.Fprintf(&b, "%s: ", f)
+		}
+		if p.Path != "" {
+			b.WriteString(p.Path)
+			b.WriteString(": ")
+		}
+		b.WriteString(p.Msg)
+	}
+	return b.String()
+}
+
+// Load reads, overrides (--set path=value), decodes strictly, defaults and
+// validates a scenario file. All problems are reported together in an *Error.
+func Load(path string, sets []string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, path, sets)
+}
+
+// Parse is Load on bytes; file names the source in errors and anchors relative
+// paths (its directory).
+func Parse(data []byte, file string, sets []string) (*Scenario, error) {
+	errFile := file
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, &Error{File: errFile, Problems: []Problem{yamlProblem(err)}}
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil, &Error{File: errFile, Problems: []Problem{{Msg: "empty scenario"}}}
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nil, &Error{File: errFile, Problems: []Problem{{Line: root.Line, Msg: "a scenario must be a YAML mapping"}}}
+	}
+	for _, s := range sets {
+		if err := applySet(root, s); err != nil {
+			return nil, &Error{File: errFile, Problems: []Problem{{Msg: fmt.Sprintf("--set %s: %v", s, err)}}}
+		}
+	}
+	canon, err := yaml.Marshal(root)
+	if err != nil {
+		return nil, err
+	}
+	sc := &Scenario{file: file, root: root}
+	if file != "" {
+		sc.dir = filepath.Dir(file)
+	}
+	sum := sha256.Sum256(canon)
+	sc.hash = hex.EncodeToString(sum[:])
+	dec := yaml.NewDecoder(bytes.NewReader(canon))
+	dec.KnownFields(true)
+	if err := dec.Decode(sc); err != nil {
+		// Lines refer to the re-encoded document when --set was used; map them back
+		// through field paths where we can.
+		p := yamlProblem(err)
+		var cdoc yaml.Node
+		if p.Line > 0 && yaml.Unmarshal(canon, &cdoc) == nil && len(cdoc.Content) > 0 {
+			if path := pathAtLine(cdoc.Content[0], p.Line, ""); path != "" {
+				p.Path = path
+				p.Line = lineOf(root, path)
+				if strings.HasPrefix(p.Msg, "unknown field") {
+					p.Msg = "unknown field (check the spelling; see the scenario reference)"
+				}
+			}
+		}
+		return nil, &Error{File: errFile, Problems: []Problem{p}}
+	}
+	sc.setDefaults()
+	if fe := sc.validate(); len(fe) > 0 {
+		return nil, sc.problems(fe)
+	}
+	return sc, nil
+}
+
+// pathAtLine finds the field path of the first key or value node at line.
+func pathAtLine(n *yaml.Node, line int, prefix string) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if prefix != "" {
+				p = prefix + "." + k.Value
+			}
+			if k.Line == line {
+				return p
+			}
+			if r := pathAtLine(v, line, p); r != "" {
+				return r
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			p := fmt.Sprintf("%s[%d]", prefix, i)
+			if c.Line == line && c.Kind == yaml.ScalarNode {
+				return p
+			}
+			if r := pathAtLine(c, line, p); r != "" {
+				return r
+			}
+		}
+	}
+	return ""
+}
+
+var lineRE = regexp.MustCompile(`line (\d+): (.*)`)
+
+// yamlProblem turns a yaml.v3 error into problems with lines.
+func yamlProblem(err error) Problem {
+	var te *yaml.TypeError
+	msg := err.Error()
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	if m := lineRE.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return Problem{Line: n, Msg: cleanYAMLMsg(m[2])}
+	}
+	return Problem{Msg: msg}
+}
+
+func cleanYAMLMsg(s string) string {
+	s = strings.ReplaceAll(s, "scenarios.", "")
+	s = strings.ReplaceAll(s, "workloads.", "")
+	s = strings.ReplaceAll(s, "traces.", "")
+	if i := strings.Index(s, "field "); i >= 0 && strings.Contains(s, "not found in type") {
+		f := s[i+len("field "):]
+		f = f[:strings.Index(f, " ")]
+		return fmt.Sprintf("unknown field %q", f)
+	}
+	return s
+}
+
+func (s *Scenario) problems(fe sim.FieldErrors) *Error {
+	e := &Error{File: s.file}
+	for _, f := range fe {
+		e.Problems = append(e.Problems, Problem{Line: lineOf(s.root, f.Path), Path: f.Path, Msg: f.Msg})
+	}
+	sort.SliceStable(e.Problems, func(a, b int) bool { return e.Problems[a].Line < e.Problems[b].Line })
+	return e
+}
