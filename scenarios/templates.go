@@ -23,7 +23,7 @@ type NodeTemplate struct {
 	SocketSize int32 `yaml:"socketSize"`
 	// NVLinkNodes > 1 joins that many consecutive nodes of the pool into one
 	// NVLink domain (rack-scale NVLink such as GB200 NVL72: 18 trays x 4 GPUs).
-	NVLinkNodes int32 `yaml:"nvlinkNodes"`
+	NVLinkNodes int32  `yaml:"nvlinkNodes"`
 	Description string `yaml:"description"`
 }
 
