@@ -103,7 +103,12 @@ func (r *csvJobReader) Next() (sim.JobSpec, error) {
 		}
 		if r.dups != nil {
 			if prev, dup := r.dups.add(j.ID, r.in.line); dup {
-				return sim.JobSpec{}, rowErr(r.in.file, r.in.line, "", "duplicate job id %q (first on line %d)", j.ID, prev)
+				se := skipf("", "duplicate job id", "%q (first on line %d)", j.ID, prev)
+				if r.opts.Strict {
+					return sim.JobSpec{}, &RowError{File: r.in.file, Line: r.in.line, Err: se}
+				}
+				r.rep.skip(se.key(), r.in.line)
+				continue
 			}
 		}
 		r.rep.Imported++

@@ -117,6 +117,7 @@ func TestOpenBPodsBadRows(t *testing.T) {
 		{"bad qos", "p1,1000,1024,1,500,,XX,Running,0,10,1\n", "qos: unknown qos"},
 		{"missing", "p1,,1024,1,500,,LS,Running,0,10,1\n", "cpu_milli: missing value"},
 		{"fields", "p1,1000\n", "wrong number of fields"},
+		{"duplicate", good, "duplicate job id"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -139,7 +140,6 @@ func TestOpenBPodsBadRows(t *testing.T) {
 		"missing column": "name,cpu_milli,memory_mib,num_gpu\np,1,1,1\n",
 		"unknown column": "name,cpu_milli,memory_mib,num_gpu,gpu_milli,colour\np,1,1,1,1000,red\n",
 		"no deletion":    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time\np,1,1,1,1000,0\n",
-		"duplicate":      hdr + good + good,
 	} {
 		if _, _, err := ReadJobs(FormatOpenBPods, writeTemp(t, "pods.csv", content)); err == nil || !IsRowError(err) {
 			t.Errorf("%s: err %v", name, err)
