@@ -21,6 +21,7 @@ func FuzzDecodeValidateGenerate(f *testing.F) {
 		"jobs: 3\nteams: [{name: t, weight: 1, users: 3}]\nuserSkew: 2\n",
 		"jobs: 4\nclasses: [{class: preprocessing, weight: 1, gpus: {values: [0]}}]\n",
 		"load: .nan\n",
+		"workload:\n  synthetic:\n    jobs: 4\n    load: 0.5\n",
 	} {
 		f.Add([]byte(seed), uint64(1), int64(128), int32(8))
 	}
@@ -29,7 +30,12 @@ func FuzzDecodeValidateGenerate(f *testing.F) {
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		dec.KnownFields(true)
 		if err := dec.Decode(&s); err != nil {
-			return
+			// DecodeYAML (both document forms) must not panic either.
+			if s2, err := DecodeYAML(data); err == nil {
+				s = s2
+			} else {
+				return
+			}
 		}
 		if s.Jobs > 200 || s.Jobs < -1 {
 			s.Jobs = 200

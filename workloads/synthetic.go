@@ -291,7 +291,7 @@ func DefaultTeams() []TeamMix {
 
 // DefaultSynthetic returns the embedded demo workload, fully filled in: 2000 jobs at
 // load 0.85 with Poisson arrivals and the default class mix, queue and teams. On a
-// 16-node DGX cluster (128 GPUs) it spans about four days of simulated time.
+// 16-node DGX cluster (128 GPUs) its arrivals span about two days of simulated time.
 func DefaultSynthetic() Synthetic {
 	var s Synthetic
 	s.SetDefaults()

@@ -518,3 +518,31 @@ func TestDefaultGolden(t *testing.T) {
 		t.Fatalf("block round trip differs:\n%s", diff)
 	}
 }
+
+func TestDecodeYAML(t *testing.T) {
+	bare := "jobs: 7\narrival: {process: diurnal}\n"
+	nested := "name: demo\ncluster: {nodes: 3}\nworkload:\n  synthetic:\n    jobs: 7\n    arrival: {process: diurnal}\n"
+	for _, doc := range []string{bare, nested} {
+		s, err := DecodeYAML([]byte(doc))
+		if err != nil {
+			t.Fatalf("%q: %v", doc, err)
+		}
+		if s.Jobs != 7 || s.Arrival.Process != ProcessDiurnal {
+			t.Fatalf("%q: got %+v", doc, s)
+		}
+	}
+	if s, err := DecodeYAML(nil); err != nil || s.Jobs != 0 {
+		t.Fatalf("empty: %+v %v", s, err)
+	}
+	for _, doc := range []string{
+		"jobs: 7\nbogus: 1\n",
+		"workload:\n  synthetic:\n    jobz: 1\n",
+		"workload:\n  trace: x.csv\n",
+		"jobs: [1\n",
+		"- 1\n",
+	} {
+		if _, err := DecodeYAML([]byte(doc)); err == nil {
+			t.Errorf("%q: accepted", doc)
+		}
+	}
+}
