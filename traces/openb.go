@@ -22,7 +22,7 @@ var openbModels = map[string]bool{"G1": true, "G2": true, "G3": true, "T4": true
 var gpuMemMiB = map[string]int64{
 	"T4": 16384, "P100": 16384, "V100M16": 16384, "V100M32": 32768, "A10": 24576,
 	"V100": 16384, "A100": 40960, "A100-80G": 81920, "H100": 81920, "H800": 81920, "H20": 98304,
-	"L20": 49152, "A800": 81920, "P4": 8192, "K80": 12288, "M40": 12288, "P40": 24576,
+	"L20": 49152, "A100-SXM4-80GB": 81920, "A800-SXM4-80GB": 81920, "A800": 81920, "P4": 8192, "K80": 12288, "M40": 12288, "P40": 24576,
 }
 
 // openbClass maps the openb qos column to a job class: LS (latency-sensitive) pods

@@ -274,6 +274,9 @@ type ClusterSource struct {
 	NodesPerLeaf int `yaml:"nodesPerLeaf"`
 	// LeavesPerSpine, when > 0, groups leaves under spines the same way.
 	LeavesPerSpine int `yaml:"leavesPerSpine"`
+	// DefaultMemoryMiB, when > 0, is the memory of nodes whose list gives none
+	// (spot-gpu-nodes has no memory column).
+	DefaultMemoryMiB int64 `yaml:"defaultMemoryMiB"`
 }
 
 // Validate checks the fields; paths are relative to the struct.
@@ -293,10 +296,14 @@ func (c *ClusterSource) Validate() sim.FieldErrors {
 	if c.LeavesPerSpine < 0 {
 		fe.Add("leavesPerSpine", "must be >= 0, got %d", c.LeavesPerSpine)
 	}
+	if c.DefaultMemoryMiB < 0 {
+		fe.Add("defaultMemoryMiB", "must be >= 0, got %d", c.DefaultMemoryMiB)
+	}
 	return fe
 }
 
-// Load reads the node list and applies GPUOnly and the leaf/spine grouping.
+// Load reads the node list and applies GPUOnly, DefaultMemoryMiB and the leaf/spine
+// grouping.
 func (c *ClusterSource) Load(baseDir string) ([]sim.NodeSpec, error) {
 	if err := c.Validate().Err(); err != nil {
 		return nil, err
@@ -321,6 +328,9 @@ func (c *ClusterSource) Load(baseDir string) ([]sim.NodeSpec, error) {
 			spine = leaf / c.LeavesPerSpine
 		}
 		nodes[i].Leaf, nodes[i].Spine = int32(leaf), int32(spine)
+		if nodes[i].MemoryMiB == 0 && c.DefaultMemoryMiB > 0 {
+			nodes[i].MemoryMiB = c.DefaultMemoryMiB
+		}
 	}
 	return nodes, nil
 }
