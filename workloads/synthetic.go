@@ -311,14 +311,33 @@ func (s *Synthetic) SetDefaults() {
 	if len(s.Classes) == 0 {
 		s.Classes = DefaultClasses()
 	}
+	allZero := true
 	for i := range s.Classes {
 		s.Classes[i].setDefaults()
+		allZero = allZero && s.Classes[i].Weight == 0
+	}
+	if allZero { // no weights given: the classes' default weights
+		for i := range s.Classes {
+			if d, ok := DefaultClass(s.Classes[i].Class); ok {
+				s.Classes[i].Weight = d.Weight
+			}
+		}
 	}
 	if len(s.Queues) == 0 {
 		s.Queues = []QueueMix{{Name: DefaultQueue, Weight: 1}}
 	}
+	if !slices.ContainsFunc(s.Queues, func(q QueueMix) bool { return q.Weight != 0 }) {
+		for i := range s.Queues { // no weights given: equally likely
+			s.Queues[i].Weight = 1
+		}
+	}
 	if len(s.Teams) == 0 {
 		s.Teams = DefaultTeams()
+	}
+	if !slices.ContainsFunc(s.Teams, func(t TeamMix) bool { return t.Weight != 0 }) {
+		for i := range s.Teams {
+			s.Teams[i].Weight = 1
+		}
 	}
 	for i := range s.Teams {
 		if s.Teams[i].Users == 0 {

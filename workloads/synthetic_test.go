@@ -410,9 +410,9 @@ func TestValidatePaths(t *testing.T) {
 		{"dupteam", bad(func(s *Synthetic) { s.Teams[2].Name = "vision" }), "teams[2].name"},
 		{"skew", bad(func(s *Synthetic) { s.UserSkew = -1 }), "userSkew"},
 		{"allzero", bad(func(s *Synthetic) {
-			for i := range s.Classes {
-				s.Classes[i].Weight = 0
-			}
+			s.Classes = []ClassMix{{Class: "training"}, {Class: "experiment"}}
+			s.SetDefaults()
+			s.Classes[0].Weight, s.Classes[1].Weight = 0, 0
 		}), "classes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -424,7 +424,8 @@ func TestValidatePaths(t *testing.T) {
 			if !slices.Contains(paths, tc.path) {
 				t.Fatalf("want an error at %q, got %v", tc.path, fe)
 			}
-			if _, err := tc.s.Generate(1, 128, 8); err == nil {
+			// (All-zero class weights mean "not given": Generate's SetDefaults fills them.)
+			if _, err := tc.s.Generate(1, 128, 8); err == nil && tc.name != "allzero" {
 				t.Fatal("Generate accepted an invalid workload")
 			}
 		})
@@ -544,5 +545,29 @@ func TestDecodeYAML(t *testing.T) {
 		if _, err := DecodeYAML([]byte(doc)); err == nil {
 			t.Errorf("%q: accepted", doc)
 		}
+	}
+}
+
+func TestSetDefaultsWeights(t *testing.T) {
+	s := Synthetic{
+		Classes: []ClassMix{{Class: "training"}, {Class: "serving"}},
+		Queues:  []QueueMix{{Name: "a"}, {Name: "b"}},
+		Teams:   []TeamMix{{Name: "x", Users: 3}},
+	}
+	s.SetDefaults()
+	if s.Classes[0].Weight != 0.25 || s.Classes[1].Weight != 0.10 {
+		t.Errorf("class weights %g %g, want the class defaults", s.Classes[0].Weight, s.Classes[1].Weight)
+	}
+	if s.Queues[0].Weight != 1 || s.Queues[1].Weight != 1 || s.Teams[0].Weight != 1 {
+		t.Errorf("queue/team weights not equalized: %+v %+v", s.Queues, s.Teams)
+	}
+	// Some weights given: zeros stay zeros (the class is switched off).
+	p := Synthetic{Classes: []ClassMix{{Class: "training", Weight: 1}, {Class: "serving"}}}
+	p.SetDefaults()
+	if p.Classes[1].Weight != 0 {
+		t.Errorf("explicitly weighted mix: serving weight %g, want 0", p.Classes[1].Weight)
+	}
+	if fe := s.Validate(); len(fe) > 0 {
+		t.Fatal(fe)
 	}
 }
