@@ -22,8 +22,6 @@ func newJobHeap(n int, less func(a, b *sim.Job) bool) *jobHeap {
 
 func (q *jobHeap) Len() int { return len(q.h) }
 
-func (q *jobHeap) has(j *sim.Job) bool { return q.pos[j.Ref] >= 0 }
-
 func (q *jobHeap) push(j *sim.Job) {
 	if q.pos[j.Ref] >= 0 {
 		return

@@ -1,0 +1,50 @@
+# gpusim — build, test, benchmark and demo targets. `make help` lists them.
+GO       ?= go
+BIN      ?= bin/gpusim
+PKGS     ?= ./...
+# Packages whose tests the CI runs (everything; fuzz seeds run as unit tests).
+TESTFLAGS ?= -count=1 -timeout 20m
+
+.PHONY: all build test vet staticcheck unit race bench bench-full demo fuzz clean help fmt
+
+all: build
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
+
+build: ## build bin/gpusim
+	$(GO) build -o $(BIN) ./cmd/gpusim
+
+fmt: ## gofmt all Go files
+	gofmt -w $$(git ls-files '*.go')
+
+vet: ## go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+staticcheck: ## staticcheck (pinned in go.mod as a tool)
+	$(GO) tool staticcheck $(PKGS)
+
+unit: ## go test (unit, property, fuzz-seed, CLI testscript tests)
+	$(GO) test $(TESTFLAGS) $(PKGS)
+
+test: vet staticcheck unit ## vet + staticcheck + go test: what CI runs
+
+race: ## tests under the race detector (slower)
+	$(GO) test -race -count=1 -short $(PKGS)
+
+bench: ## quick benchmarks (small sizes)
+	$(GO) test -run '^$$' -bench . -benchtime 1x -benchmem -short $(PKGS)
+
+bench-full: ## the issue-sized benchmarks (1M jobs on 10,240 GPUs; ~1 min)
+	$(GO) test -run '^$$' -bench 'BenchmarkRun/' -benchtime 1x -benchmem ./scenarios
+
+demo: build ## run the embedded demo scenario (no external files) into out/demo
+	$(BIN) run --demo -o out/demo
+
+fuzz: ## run each fuzz target for 20s
+	$(GO) test ./scenarios -run '^$$' -fuzz FuzzParse -fuzztime 20s
+	$(GO) test ./traces -run '^$$' -fuzz FuzzNativeCSV -fuzztime 20s
+
+clean: ## remove build and demo outputs
+	rm -rf bin out

@@ -1,0 +1,28 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestMain lets testscript run the gpusim command line as a subprocess named
+// "gpusim" (and "gpusim-exitcode", which prints "exit-code=N" on stderr and always
+// succeeds, so scripts can assert the exact exit code).
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"gpusim": func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"gpusim-exitcode": func() {
+			code := Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+			fmt.Fprintf(os.Stderr, "exit-code=%d\n", code)
+			os.Exit(0)
+		},
+	})
+}
+
+// TestScripts runs the end-to-end CLI scripts in testdata/script/*.txtar.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{Dir: "testdata/script"})
+}
