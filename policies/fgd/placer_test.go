@@ -33,8 +33,6 @@ func TestPlacerHandScenarios(t *testing.T) {
 	c := handCluster(t)
 	p := newPlacer(t, c, BestFit, oneGPUTarget)
 	place(t, p, sim.JobSpec{ID: "x", Replicas: 1, CPUMilli: 1000, GPUsPerReplica: 1, GPUMilli: 1000})
-	first := p.c.GPUNode(0)
-	_ = first
 	var used sim.NodeID = -1
 	for n := sim.NodeID(0); n < 3; n++ {
 		if p.c.NodeFreeGPUs(n) < p.c.Node(n).GPUs {
@@ -221,7 +219,13 @@ func TestPlacerIncrementalMatchesNaive(t *testing.T) {
 		}
 		p := newPlacer(t, c, pol, tw)
 		m, _ := NewMeasure(c, tw)
+		reps := map[int32]request{}
 		for i := range pods {
+			r, err := p.request(&pods[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			reps[r.shape] = r
 			if _, _, err := p.PlaceAndCommit(&pods[i]); err != nil {
 				t.Fatal(err)
 			}
@@ -247,22 +251,13 @@ func TestPlacerIncrementalMatchesNaive(t *testing.T) {
 				t.Fatalf("%s: incremental frag %+v, recomputed %+v", pol, got, want)
 			}
 			for s := range p.cache {
+				r, ok := reps[int32(s)]
+				if !ok {
+					t.Fatalf("%s: shape %d has no request", pol, s)
+				}
 				for n, e := range p.cache[s] {
 					if e.ver != p.ver[n] {
 						continue
-					}
-					var r request
-					for k, id := range p.shapes {
-						if id == int32(s) {
-							j := sim.JobSpec{Replicas: 1, CPUMilli: k.cpu, MemoryMiB: k.mem, GPUsPerReplica: k.num, GPUMilli: sim.MilliGPU(k.milli)}
-							if k.num == 0 {
-								j.GPUMilli = 0
-							}
-							if k.models != "" {
-								j.GPUModels = splitModels(k.models)
-							}
-							r, _ = p.request(&j)
-						}
 					}
 					fresh := p.evaluate(&r, sim.NodeID(n))
 					fresh.ver = e.ver
@@ -273,9 +268,15 @@ func TestPlacerIncrementalMatchesNaive(t *testing.T) {
 			}
 		}
 		// Sync after an outside change drops the caches and re-reads the node.
-		mustAlloc(t, c, 0, nil, 0, 1)
-		p.SyncNode(0)
-		if p.cpuLeft[0] != c.NodeFreeCPU(0) {
+		var roomy sim.NodeID
+		for n := sim.NodeID(0); int(n) < c.NumNodes(); n++ {
+			if c.NodeFreeCPU(n) > c.NodeFreeCPU(roomy) {
+				roomy = n
+			}
+		}
+		mustAlloc(t, c, roomy, nil, 0, 1)
+		p.SyncNode(roomy)
+		if p.cpuLeft[roomy] != c.NodeFreeCPU(roomy) {
 			t.Fatalf("%s: SyncNode did not re-read the node", pol)
 		}
 		p.Sync()
@@ -283,18 +284,6 @@ func TestPlacerIncrementalMatchesNaive(t *testing.T) {
 			t.Fatalf("%s: after Sync frag %+v, recomputed %+v", pol, got, want)
 		}
 	}
-}
-
-func splitModels(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == '|' {
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	return out
 }
 
 func TestRandomPolicyIsUniformOverFeasible(t *testing.T) {
