@@ -2,6 +2,7 @@ package reports
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/gpusim/gpusim/sim"
@@ -101,3 +102,74 @@ func smallResult(t testing.TB) *sim.Result {
 }
 
 func nanF() float64 { var z float64; return z / z }
+
+// greedy is a non-strict FIFO: it starts every pending job that fits, in queue
+// order (a job that does not fit does not block later ones).
+type greedy struct{}
+
+func (greedy) Name() string { return "greedy-test" }
+
+func (greedy) Schedule(v *sim.View, p *sim.Plan) error {
+	for j, next := v.PendingHead(), (*sim.Job)(nil); j != nil; j = next {
+		next = v.NextPending(j)
+		nodes, gpus, ok := fitFirst(v.Cluster(), j)
+		if !ok {
+			continue
+		}
+		if err := p.AddStart(j.Ref, nodes, gpus); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fitFirst places j's replicas on the first nodes with enough whole free GPUs
+// (the engine applies starts at once, so the cluster state is current).
+func fitFirst(c *sim.Cluster, j *sim.Job) ([]sim.NodeID, []sim.GPUID, bool) {
+	var nodes []sim.NodeID
+	var gpus []sim.GPUID
+	for n := 0; n < c.NumNodes() && len(nodes) < int(j.Spec.Replicas); n++ {
+		if c.NodeFreeGPUs(sim.NodeID(n)) < j.Spec.GPUsPerReplica {
+			continue
+		}
+		nodes = append(nodes, sim.NodeID(n))
+		first, end := c.NodeGPUs(sim.NodeID(n))
+		k := int32(0)
+		for g := first; g < end && k < j.Spec.GPUsPerReplica; g++ {
+			if c.GPUUsed(g) == 0 {
+				gpus = append(gpus, g)
+				k++
+			}
+		}
+	}
+	return nodes, gpus, len(nodes) == int(j.Spec.Replicas)
+}
+
+// mixedResult runs a 40-job workload on 4 nodes x 8 GPUs; seed varies the job
+// sizes and durations deterministically.
+func mixedResult(t testing.TB, pol sim.Policy, seed uint64) *sim.Result {
+	t.Helper()
+	rng := sim.Stream(seed, "test")
+	classes := []sim.JobClass{sim.ClassTraining, sim.ClassExperiment, sim.ClassBatchInference}
+	var jobs []sim.JobSpec
+	for i := range 40 {
+		c := classes[i%3]
+		gpr := int32(1 + rng.IntN(8))
+		rep := int32(1)
+		if c == sim.ClassTraining && i%2 == 0 {
+			rep, gpr = 2, 8
+		}
+		jobs = append(jobs, job(fmt.Sprintf("job-%02d", i), float64(i*300), float64(600+rng.IntN(7200)), rep, gpr, c,
+			[]string{"research", "prod"}[i%2], []string{"alice", "bob", "carol"}[i%3]))
+	}
+	e, err := sim.NewEngine(sim.Config{Cluster: testCluster(t, 4, 8), Jobs: jobs, Policy: pol, Seed: seed,
+		SampleInterval: 60 * sim.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}

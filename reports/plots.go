@@ -1,0 +1,426 @@
+package reports
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// Figure is a rendered-on-demand chart: one plot or a grid of plots (row-major)
+// with a size. Render it with WriterTo.
+type Figure struct {
+	Name   string // file stem, e.g. "wait_cdf"
+	Title  string // caption for index.html
+	Grid   [][]*plot.Plot
+	Width  vg.Length
+	Height vg.Length
+}
+
+// maxLinePoints bounds the points drawn per line (CDFs and time series are
+// downsampled), so plots of million-job runs stay small.
+const maxLinePoints = 1500
+
+// WriterTo renders the figure as "png" or "svg".
+func (f *Figure) WriterTo(format string) (io.WriterTo, error) {
+	if len(f.Grid) == 0 || len(f.Grid[0]) == 0 {
+		return nil, fmt.Errorf("figure %s: nothing to draw", f.Name)
+	}
+	var c interface {
+		vg.CanvasSizer
+		io.WriterTo
+	}
+	switch format {
+	case "png":
+		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(f.Width, f.Height), vgimg.UseDPI(110))}
+	case "svg":
+		c = vgsvg.New(f.Width, f.Height)
+	default:
+		return nil, fmt.Errorf("figure %s: unsupported format %q (want png or svg)", f.Name, format)
+	}
+	dc := draw.New(c)
+	if len(f.Grid) == 1 && len(f.Grid[0]) == 1 {
+		f.Grid[0][0].Draw(dc)
+		return c, nil
+	}
+	rows, cols := len(f.Grid), len(f.Grid[0])
+	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(12), PadY: vg.Points(12),
+		PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(6)}
+	canvases := plot.Align(f.Grid, tiles, dc)
+	for r := range f.Grid {
+		for k, p := range f.Grid[r] {
+			if p != nil {
+				p.Draw(canvases[r][k])
+			}
+		}
+	}
+	return c, nil
+}
+
+// Render returns the figure's bytes in format ("png" or "svg").
+func (f *Figure) Render(format string) ([]byte, error) {
+	wt, err := f.WriterTo(format)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if _, err := wt.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("figure %s: render %s: %w", f.Name, format, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Series is a named sample of values (one line of a CDF).
+type Series struct {
+	Name   string
+	Values []float64
+}
+
+// TimeSeries is a named line over time.
+type TimeSeries struct {
+	Name string
+	T, Y []float64 // seconds, value
+}
+
+// timeUnit picks a readable unit for a span in seconds.
+func timeUnit(maxSeconds float64) (name string, div float64) {
+	switch {
+	case maxSeconds >= 3*86400:
+		return "days", 86400
+	case maxSeconds >= 3*3600:
+		return "h", 3600
+	case maxSeconds >= 3*60:
+		return "min", 60
+	}
+	return "s", 1
+}
+
+func newPlot(title, xlabel, ylabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xlabel
+	p.Y.Label.Text = ylabel
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+func lineColor(i int) color.Color { return plotutil.Color(i) }
+
+func addLine(p *plot.Plot, name string, xys plotter.XYs, i int) {
+	l, err := plotter.NewLine(xys)
+	if err != nil {
+		return // only NaN/Inf data, which we never build
+	}
+	l.Color = lineColor(i)
+	l.Width = vg.Points(1.5)
+	l.Dashes = plotutil.Dashes(i / len(plotutil.DefaultColors))
+	p.Add(l)
+	if name != "" {
+		p.Legend.Add(name, l)
+	}
+}
+
+// cdfPoints returns at most maxLinePoints points of the empirical CDF of sorted
+// values (x in the given unit divisor, y as a fraction).
+func cdfPoints(sorted []float64, div float64) plotter.XYs {
+	n := len(sorted)
+	if n == 0 {
+		return nil
+	}
+	m := min(n, maxLinePoints)
+	xys := make(plotter.XYs, 0, m+1)
+	xys = append(xys, plotter.XY{X: sorted[0] / div, Y: 0})
+	for k := 1; k <= m; k++ {
+		i := k*n/m - 1
+		xys = append(xys, plotter.XY{X: sorted[i] / div, Y: float64(i+1) / float64(n)})
+	}
+	return xys
+}
+
+// CDFPlot draws the empirical CDF of each series (values in seconds); the x unit
+// is chosen from the largest p99. Series with no values are listed in the legend
+// as "(no jobs)".
+func CDFPlot(title, quantity string, series []Series) *plot.Plot {
+	var top float64
+	sorted := make([][]float64, len(series))
+	for i, s := range series {
+		v := slices.Clone(s.Values)
+		slices.Sort(v)
+		sorted[i] = v
+		if len(v) > 0 {
+			top = max(top, Percentile(v, 99))
+		}
+	}
+	unit, div := timeUnit(top)
+	p := newPlot(title, fmt.Sprintf("%s (%s)", quantity, unit), "Fraction of jobs (CDF)")
+	p.Y.Min, p.Y.Max = 0, 1
+	p.X.Min = 0
+	for i, s := range series {
+		if len(sorted[i]) == 0 {
+			continue
+		}
+		addLine(p, fmt.Sprintf("%s (n=%d)", s.Name, len(sorted[i])), cdfPoints(sorted[i], div), i)
+	}
+	p.Legend.Top = false
+	p.Legend.Left = false
+	return p
+}
+
+// downsample averages a series into at most maxLinePoints buckets.
+func downsample(t, y []float64, div float64) plotter.XYs {
+	n := min(len(t), len(y))
+	if n == 0 {
+		return nil
+	}
+	step := (n + maxLinePoints - 1) / maxLinePoints
+	xys := make(plotter.XYs, 0, n/step+1)
+	for lo := 0; lo < n; lo += step {
+		hi := min(lo+step, n)
+		var sy float64
+		for i := lo; i < hi; i++ {
+			sy += y[i]
+		}
+		xys = append(xys, plotter.XY{X: t[lo] / div, Y: sy / float64(hi-lo)})
+	}
+	return xys
+}
+
+// TimePlot draws lines over virtual time (seconds; the axis unit is chosen from
+// the longest series).
+func TimePlot(title, ylabel string, series []TimeSeries) *plot.Plot {
+	var top float64
+	for _, s := range series {
+		if len(s.T) > 0 {
+			top = max(top, s.T[len(s.T)-1])
+		}
+	}
+	unit, div := timeUnit(top)
+	p := newPlot(title, fmt.Sprintf("Simulated time (%s)", unit), ylabel)
+	p.X.Min = 0
+	p.Y.Min = 0
+	ymax := 0.0
+	for i, s := range series {
+		if len(s.T) == 0 {
+			continue
+		}
+		xys := downsample(s.T, s.Y, div)
+		for _, xy := range xys {
+			ymax = max(ymax, xy.Y)
+		}
+		addLine(p, s.Name, xys, i)
+	}
+	// Headroom above the data keeps the legend (top right) off the lines.
+	if ymax > 0 {
+		p.Y.Max = ymax * (1.08 + 0.07*float64(len(series)))
+	}
+	p.Legend.Top = true
+	return p
+}
+
+// Bar is one bar of a headline panel: the mean over runs with min/max whiskers.
+type Bar struct {
+	Label          string
+	Mean, Min, Max float64
+	N              int // runs aggregated
+}
+
+type barErrs struct {
+	xys  plotter.XYs
+	errs plotter.YErrors
+}
+
+func (b barErrs) Len() int                        { return len(b.xys) }
+func (b barErrs) XY(i int) (float64, float64)     { return b.xys[i].X, b.xys[i].Y }
+func (b barErrs) YError(i int) (float64, float64) { return b.errs[i].Low, b.errs[i].High }
+
+// BarPanel draws one metric as bars per label; whiskers show min-max when a
+// bar aggregates more than one run.
+func BarPanel(title, ylabel string, bars []Bar) *plot.Plot {
+	p := newPlot(title, "", ylabel)
+	vals := make(plotter.Values, len(bars))
+	names := make([]string, len(bars))
+	var be barErrs
+	spread := false
+	for i, b := range bars {
+		vals[i] = b.Mean
+		names[i] = b.Label
+		be.xys = append(be.xys, plotter.XY{X: float64(i), Y: b.Mean})
+		be.errs = append(be.errs, struct{ Low, High float64 }{b.Mean - b.Min, b.Max - b.Mean})
+		if b.N > 1 && b.Max > b.Min {
+			spread = true
+		}
+	}
+	// One single-bar chart per label, so each policy keeps its line color.
+	for i := range bars {
+		bc, err := plotter.NewBarChart(vals[i:i+1], vg.Points(26))
+		if err != nil {
+			continue
+		}
+		bc.XMin = float64(i)
+		bc.Color = lineColor(i)
+		bc.LineStyle.Width = 0
+		p.Add(bc)
+	}
+	if spread {
+		if eb, err := plotter.NewYErrorBars(be); err == nil {
+			eb.LineStyle.Width = vg.Points(1.2)
+			p.Add(eb)
+		}
+	}
+	p.NominalX(names...)
+	p.Y.Min = 0
+	top := 0.0
+	for _, b := range bars {
+		top = max(top, b.Max, b.Mean)
+	}
+	if top > 0 {
+		p.Y.Max = 1.1 * top
+	}
+	return p
+}
+
+// GanttBar is one job replica's run on a span of GPU rows.
+type GanttBar struct {
+	Start, End float64 // seconds
+	Row0, Rows int     // first row and row count (GPU slots)
+	Group      int     // color index (job class)
+}
+
+type gantt struct {
+	bars         []GanttBar
+	bounds       []float64 // node boundary rows
+	colors       []color.Color
+	div          float64
+	xmax, ymax   float64
+	outline      color.Color
+	outlineWidth vg.Length
+}
+
+func (g *gantt) DataRange() (xmin, xmax, ymin, ymax float64) { return 0, g.xmax, 0, g.ymax }
+
+func (g *gantt) Plot(c draw.Canvas, plt *plot.Plot) {
+	tx, ty := plt.Transforms(&c)
+	ls := draw.LineStyle{Color: g.outline, Width: g.outlineWidth}
+	for _, b := range g.bars {
+		x0, x1 := tx(b.Start/g.div), tx(b.End/g.div)
+		y0, y1 := ty(float64(b.Row0)), ty(float64(b.Row0+b.Rows))
+		if x1-x0 < vg.Points(0.3) {
+			x1 = x0 + vg.Points(0.3)
+		}
+		pts := []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}}
+		c.FillPolygon(g.colors[b.Group%len(g.colors)], c.ClipPolygonXY(pts))
+		c.StrokeLines(ls, c.ClipLinesXY(append(pts, pts[0]))...)
+	}
+	sep := draw.LineStyle{Color: color.Gray{Y: 120}, Width: vg.Points(0.6)}
+	for _, b := range g.bounds {
+		y := ty(b)
+		c.StrokeLine2(sep, c.Min.X, y, c.Max.X, y)
+	}
+}
+
+type swatch struct{ c color.Color }
+
+func (s swatch) Thumbnail(c *draw.Canvas) {
+	pts := []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Max.Y}, {X: c.Min.X, Y: c.Max.Y}}
+	c.FillPolygon(s.c, pts)
+}
+
+// GanttPlot draws GPU allocation over time: one row per GPU slot, the rows of
+// a node contiguous (nodes: name and row count, in row order, separated by gray
+// lines and labeled mid-range), bars colored by group (groups names the legend
+// entries). The x axis is extended by a fifth to keep the legend off the bars.
+func GanttPlot(title string, bars []GanttBar, nodes []GanttNode, groups []string, endS float64) *plot.Plot {
+	unit, div := timeUnit(endS)
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = fmt.Sprintf("Simulated time (%s)", unit)
+	p.Y.Label.Text = "GPU (grouped by node)"
+	grid := plotter.NewGrid()
+	grid.Horizontal.Color = nil
+	p.Add(grid)
+	rows := 0
+	var ticks []plot.Tick
+	var bounds []float64
+	for _, n := range nodes {
+		ticks = append(ticks, plot.Tick{Value: float64(rows)}, plot.Tick{Value: float64(rows) + float64(n.Rows)/2, Label: n.Name})
+		rows += n.Rows
+		bounds = append(bounds, float64(rows))
+	}
+	ticks = append(ticks, plot.Tick{Value: float64(rows)})
+	xmax := math.Max(endS/div, 1e-9)
+	g := &gantt{bars: bars, div: div, xmax: xmax, ymax: float64(rows), bounds: bounds,
+		outline: color.White, outlineWidth: vg.Points(0.4)}
+	for i := range groups {
+		g.colors = append(g.colors, lineColor(i))
+	}
+	if len(g.colors) == 0 {
+		g.colors = []color.Color{lineColor(0)}
+	}
+	p.Add(g)
+	for i, name := range groups {
+		p.Legend.Add(name, swatch{g.colors[i]})
+	}
+	p.Legend.Top = true
+	p.X.Min, p.X.Max = 0, 1.2*xmax
+	p.Y.Min, p.Y.Max = 0, float64(rows)
+	// Labeled ticks sit mid-node; unlabeled minor ticks mark node boundaries.
+	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
+	return p
+}
+
+// GanttNode is a node's block of rows in a Gantt chart.
+type GanttNode struct {
+	Name string
+	Rows int
+}
+
+// naturalLess orders names with embedded numbers numerically (node2 < node10).
+func naturalLess(a, b string) bool {
+	for a != "" && b != "" {
+		da, db := digitsPrefix(a), digitsPrefix(b)
+		if da != "" && db != "" {
+			x, _ := strconv.ParseUint(da, 10, 64)
+			y, _ := strconv.ParseUint(db, 10, 64)
+			if x != y {
+				return x < y
+			}
+			if len(da) != len(db) {
+				return len(da) < len(db)
+			}
+			a, b = a[len(da):], b[len(db):]
+			continue
+		}
+		if a[0] != b[0] {
+			return a[0] < b[0]
+		}
+		a, b = a[1:], b[1:]
+	}
+	return len(a) < len(b)
+}
+
+func digitsPrefix(s string) string {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return s[:i]
+}
+
+// svgBody strips the XML prolog of a rendered SVG so it can be inlined in HTML.
+func svgBody(b []byte) []byte {
+	if i := bytes.Index(b, []byte("<svg")); i > 0 {
+		return b[i:]
+	}
+	return b
+}

@@ -1,0 +1,620 @@
+package reports
+
+import (
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/gpusim/gpusim/internal/fsutil"
+	"github.com/gpusim/gpusim/sim"
+)
+
+// GanttMaxGPUs is the largest cluster (in GPUs) that gets a Gantt chart.
+const GanttMaxGPUs = 64
+
+// Report is a set of run directories read back and grouped for plotting.
+type Report struct {
+	Runs   []*Run   // in the order given
+	Labels []string // per run: short label (path relative to the runs' common parent)
+	Groups []*Group // runs grouped by policy (and scenario when several), first-seen order
+}
+
+// Group is the runs of one policy (e.g. several seeds).
+type Group struct {
+	Label string
+	Runs  []*Run
+}
+
+// LoadReport reads run directories (see ReadRunDir). Events are read only for
+// clusters small enough for a Gantt chart.
+func LoadReport(runDirs []string) (*Report, error) {
+	if len(runDirs) == 0 {
+		return nil, errors.New("no run directories given")
+	}
+	rep := &Report{}
+	for _, d := range runDirs {
+		s, err := ReadSummary(filepath.Join(d, SummaryFile))
+		if err != nil {
+			return nil, err
+		}
+		r, err := ReadRunDir(d, s.GPUCapacity > 0 && s.GPUCapacity <= GanttMaxGPUs)
+		if err != nil {
+			return nil, err
+		}
+		rep.Runs = append(rep.Runs, r)
+	}
+	rep.Labels = runLabels(runDirs)
+	scen := map[string]bool{}
+	for _, r := range rep.Runs {
+		scen[r.Summary.Scenario] = true
+	}
+	idx := map[string]*Group{}
+	for _, r := range rep.Runs {
+		label := r.Summary.Policy
+		if label == "" {
+			label = filepath.Base(r.Dir)
+		}
+		if len(scen) > 1 {
+			label += " @ " + r.Summary.Scenario
+		}
+		g := idx[label]
+		if g == nil {
+			g = &Group{Label: label}
+			idx[label] = g
+			rep.Groups = append(rep.Groups, g)
+		}
+		g.Runs = append(g.Runs, r)
+	}
+	return rep, nil
+}
+
+// runLabels returns each dir relative to the dirs' longest common parent (the
+// base name for a single dir), with forward slashes.
+func runLabels(dirs []string) []string {
+	clean := make([][]string, len(dirs))
+	for i, d := range dirs {
+		clean[i] = strings.Split(filepath.ToSlash(filepath.Clean(d)), "/")
+	}
+	common := len(clean[0]) - 1
+	for _, c := range clean[1:] {
+		n := 0
+		for n < common && n < len(c)-1 && c[n] == clean[0][n] {
+			n++
+		}
+		common = n
+	}
+	out := make([]string, len(dirs))
+	for i, c := range clean {
+		out[i] = strings.Join(c[common:], "/")
+	}
+	return out
+}
+
+// SummaryColumns are the columns of summary.csv and summary.md.
+var SummaryColumns = []string{"run", "policy", "scenario", "seed", "jobs", "completed", "unfinished",
+	"wait_mean_s", "wait_p50_s", "wait_p95_s", "wait_p99_s", "jct_mean_s", "jct_p50_s", "jct_p95_s", "jct_p99_s",
+	"slowdown_mean", "slowdown_p99", "gpu_utilization", "makespan_s", "jain_users", "jain_queues", "preemptions"}
+
+// SummaryRow returns a run's summary.csv cells (columns SummaryColumns).
+func SummaryRow(label string, s *Summary) []string {
+	f := FormatNumber
+	i := strconv.Itoa
+	return []string{label, s.Policy, s.Scenario, strconv.FormatUint(s.Provenance.Seed, 10),
+		i(s.Jobs.Total), i(s.Jobs.Completed), i(s.Jobs.Unfinished),
+		f(s.WaitS.Mean), f(s.WaitS.P50), f(s.WaitS.P95), f(s.WaitS.P99),
+		f(s.JCTS.Mean), f(s.JCTS.P50), f(s.JCTS.P95), f(s.JCTS.P99),
+		f(s.Slowdown.Mean), f(s.Slowdown.P99), f(s.GPUUtilization), f(s.MakespanS),
+		f(s.Fairness.JainUsers), f(s.Fairness.JainQueues), i(s.Jobs.Preemptions)}
+}
+
+func (rep *Report) rows() [][]string {
+	out := make([][]string, len(rep.Runs))
+	for i, r := range rep.Runs {
+		out[i] = SummaryRow(rep.Labels[i], r.Summary)
+	}
+	return out
+}
+
+// WriteSummaryCSV writes summary.csv: a header and one row per run.
+func (rep *Report) WriteSummaryCSV(w io.Writer) error {
+	var b []byte
+	for _, row := range append([][]string{SummaryColumns}, rep.rows()...) {
+		for k, c := range row {
+			if k > 0 {
+				b = append(b, ',')
+			}
+			b = appendField(b, c)
+		}
+		b = append(b, '\n')
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+func mdEscape(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " ")
+}
+
+// WriteSummaryMarkdown writes summary.md: a heading and the summary table.
+func (rep *Report) WriteSummaryMarkdown(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# gpusim report: %s\n\n", mdEscape(strings.Join(rep.scenarios(), ", ")))
+	b.WriteString("| " + strings.Join(SummaryColumns, " | ") + " |\n")
+	b.WriteString("|")
+	for k := range SummaryColumns {
+		if k < 4 {
+			b.WriteString("---|")
+		} else {
+			b.WriteString("---:|")
+		}
+	}
+	b.WriteString("\n")
+	for _, row := range rep.rows() {
+		for k := range row {
+			row[k] = mdEscape(row[k])
+		}
+		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+	}
+	b.WriteString("\nTimes in seconds; definitions in docs/metrics.md.\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (rep *Report) scenarios() []string {
+	var out []string
+	for _, r := range rep.Runs {
+		if !slices.Contains(out, r.Summary.Scenario) {
+			out = append(out, r.Summary.Scenario)
+		}
+	}
+	return out
+}
+
+// classOrder lists the classes present in rows: known classes in sim.Classes
+// order, then others sorted.
+func classOrder(groups []*Group) []string {
+	seen := map[string]bool{}
+	for _, g := range groups {
+		for _, r := range g.Runs {
+			for i := range r.Jobs {
+				seen[r.Jobs[i].Class] = true
+			}
+		}
+	}
+	var out []string
+	for _, c := range sim.Classes {
+		if seen[string(c)] {
+			out = append(out, string(c))
+			delete(seen, string(c))
+		}
+	}
+	var rest []string
+	for c := range seen {
+		rest = append(rest, c)
+	}
+	slices.Sort(rest)
+	return append(out, rest...)
+}
+
+// pooled returns the values of the group's jobs (all runs pooled) selected by
+// keep and value; class "" means every class.
+func pooled(g *Group, class string, value func(*JobRow) (float64, bool)) []float64 {
+	var out []float64
+	for _, r := range g.Runs {
+		for i := range r.Jobs {
+			j := &r.Jobs[i]
+			if class != "" && j.Class != class {
+				continue
+			}
+			if v, ok := value(j); ok {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+func waitOf(j *JobRow) (float64, bool) { return j.Wait, !math.IsNaN(j.Wait) }
+func jctOf(j *JobRow) (float64, bool) {
+	return j.JCT, j.State == sim.StateCompleted.String() && !math.IsNaN(j.JCT)
+}
+
+// Figures builds every figure of the report (see docs/outputs.md).
+func (rep *Report) Figures() []*Figure {
+	var figs []*Figure
+	in := vg.Inch
+	cdf := func(name, title, quantity string, value func(*JobRow) (float64, bool)) {
+		var ss []Series
+		for _, g := range rep.Groups {
+			ss = append(ss, Series{Name: g.Label, Values: pooled(g, "", value)})
+		}
+		figs = append(figs, &Figure{Name: name, Title: title, Width: 7 * in, Height: 4.5 * in,
+			Grid: [][]*plot.Plot{{CDFPlot(title, quantity, ss)}}})
+	}
+	cdf("wait_cdf", "Queue time CDF per policy (jobs that started)", "Queue time", waitOf)
+	cdf("jct_cdf", "JCT CDF per policy (completed jobs)", "Job completion time", jctOf)
+
+	classes := classOrder(rep.Groups)
+	byClass := func(name, title, quantity string, value func(*JobRow) (float64, bool)) {
+		if len(classes) == 0 {
+			return
+		}
+		cols := min(3, len(classes))
+		rows := (len(classes) + cols - 1) / cols
+		grid := make([][]*plot.Plot, rows)
+		for r := range grid {
+			grid[r] = make([]*plot.Plot, cols)
+		}
+		for k, c := range classes {
+			var ss []Series
+			for _, g := range rep.Groups {
+				ss = append(ss, Series{Name: g.Label, Values: pooled(g, c, value)})
+			}
+			grid[k/cols][k%cols] = CDFPlot(c+": "+strings.ToLower(quantity)+" CDF", quantity, ss)
+		}
+		figs = append(figs, &Figure{Name: name, Title: title, Grid: grid,
+			Width: vg.Length(cols) * 4.2 * in, Height: vg.Length(rows) * 3.3 * in})
+	}
+	byClass("wait_cdf_by_class", "Queue time CDF per job class", "Queue time", waitOf)
+	byClass("jct_cdf_by_class", "JCT CDF per job class (completed jobs)", "JCT", jctOf)
+
+	series := func(y func(*SampleRow) float64) []TimeSeries {
+		var out []TimeSeries
+		for _, g := range rep.Groups {
+			r := g.Runs[0]
+			ts := TimeSeries{Name: g.Label}
+			for i := range r.Timeseries {
+				ts.T = append(ts.T, r.Timeseries[i].TimeS)
+				ts.Y = append(ts.Y, y(&r.Timeseries[i]))
+			}
+			out = append(out, ts)
+		}
+		return out
+	}
+	note := ""
+	if len(rep.Groups) < len(rep.Runs) {
+		note = " (first run of each policy)"
+	}
+	figs = append(figs, &Figure{Name: "utilization", Title: "GPU utilization (allocated) over time" + note,
+		Width: 7 * in, Height: 4 * in, Grid: [][]*plot.Plot{{TimePlot("GPU utilization over time"+note,
+			"GPU utilization (% of GPUs allocated)", series(func(s *SampleRow) float64 { return 100 * s.Utilization }))}}})
+	figs = append(figs, &Figure{Name: "queue_length", Title: "Pending jobs over time" + note,
+		Width: 7 * in, Height: 4 * in, Grid: [][]*plot.Plot{{TimePlot("Queue length over time"+note,
+			"Pending jobs", series(func(s *SampleRow) float64 { return float64(s.Pending) }))}}})
+
+	figs = append(figs, rep.headline())
+	for _, g := range rep.Groups {
+		if f := ganttFigure(g.Label, g.Runs[0]); f != nil {
+			figs = append(figs, f)
+		}
+	}
+	return figs
+}
+
+// headline is a 2x3 grid of bar panels: mean over the group's runs, min-max
+// whiskers across runs (seeds).
+func (rep *Report) headline() *Figure {
+	type metric struct {
+		title, unit string
+		get         func(*Summary) float64
+	}
+	ms := []metric{
+		{"Mean queue time", "s", func(s *Summary) float64 { return s.WaitS.Mean }},
+		{"p99 queue time", "s", func(s *Summary) float64 { return s.WaitS.P99 }},
+		{"Mean JCT", "s", func(s *Summary) float64 { return s.JCTS.Mean }},
+		{"p99 JCT", "s", func(s *Summary) float64 { return s.JCTS.P99 }},
+		{"Mean bounded slowdown", "ratio", func(s *Summary) float64 { return s.Slowdown.Mean }},
+		{"GPU utilization", "%", func(s *Summary) float64 { return 100 * s.GPUUtilization }},
+	}
+	grid := [][]*plot.Plot{make([]*plot.Plot, 3), make([]*plot.Plot, 3)}
+	seeds := 1
+	for k, m := range ms {
+		var bars []Bar
+		for _, g := range rep.Groups {
+			b := Bar{Label: g.Label, Min: math.Inf(1), Max: math.Inf(-1), N: len(g.Runs)}
+			for _, r := range g.Runs {
+				v := m.get(r.Summary)
+				b.Mean += v / float64(len(g.Runs))
+				b.Min, b.Max = min(b.Min, v), max(b.Max, v)
+			}
+			seeds = max(seeds, len(g.Runs))
+			bars = append(bars, b)
+		}
+		unit, div := m.unit, 1.0
+		if m.unit == "s" {
+			var top float64
+			for _, b := range bars {
+				top = max(top, b.Max)
+			}
+			unit, div = timeUnit(top)
+			for i := range bars {
+				bars[i].Mean /= div
+				bars[i].Min /= div
+				bars[i].Max /= div
+			}
+		}
+		grid[k/3][k%3] = BarPanel(m.title, fmt.Sprintf("%s (%s)", m.title, unit), bars)
+	}
+	title := "Headline metrics per policy"
+	if seeds > 1 {
+		title += " (bars: mean over runs; whiskers: min-max)"
+	}
+	w := max(9, 1.2*float64(len(rep.Groups))*3)
+	return &Figure{Name: "headline", Title: title, Grid: grid, Width: vg.Length(w) * vg.Inch, Height: 6.5 * vg.Inch}
+}
+
+// ganttFigure draws a run's GPU allocation; nil when the cluster is larger than
+// GanttMaxGPUs or the run has no event log. Each job's last run is drawn on its
+// final placement (jobs.csv nodes); earlier runs of preempted jobs are not drawn
+// (their placement is not recorded). GPUs of a node are packed into rows by
+// start time, so the row of a job is a GPU slot, not a physical GPU id.
+func ganttFigure(label string, r *Run) *Figure {
+	s := r.Summary
+	if s.GPUCapacity <= 0 || s.GPUCapacity > GanttMaxGPUs || len(r.Events) == 0 {
+		return nil
+	}
+	type span struct{ start, end float64 }
+	last := map[string]span{}
+	open := map[string]float64{}
+	endS := s.EndS
+	for _, e := range r.Events {
+		endS = max(endS, e.TimeS)
+		switch e.Kind {
+		case "start":
+			open[e.JobID] = e.TimeS
+		case "finish", "preempt", "kill", "timeout":
+			if st, ok := open[e.JobID]; ok {
+				last[e.JobID] = span{st, e.TimeS}
+				delete(open, e.JobID)
+			}
+		}
+	}
+	for id, st := range open {
+		last[id] = span{st, endS}
+	}
+	classes := classOrder([]*Group{{Runs: []*Run{r}}})
+	type piece struct {
+		sp      span
+		node    string
+		gpus    int
+		group   int
+		job, rp int
+	}
+	var pieces []piece
+	for k := range r.Jobs {
+		j := &r.Jobs[k]
+		sp, ok := last[j.ID]
+		if !ok || j.Nodes == "" || j.GPUsPerRe <= 0 {
+			continue
+		}
+		for rp, n := range strings.Split(j.Nodes, "|") {
+			pieces = append(pieces, piece{sp: sp, node: n, gpus: int(j.GPUsPerRe),
+				group: slices.Index(classes, j.Class), job: k, rp: rp})
+		}
+	}
+	slices.SortStableFunc(pieces, func(a, b piece) int {
+		if a.sp.start != b.sp.start {
+			if a.sp.start < b.sp.start {
+				return -1
+			}
+			return 1
+		}
+		if a.job != b.job {
+			return a.job - b.job
+		}
+		return a.rp - b.rp
+	})
+	slots := map[string][]float64{} // node -> busy-until per slot
+	type placed struct {
+		p     piece
+		slots []int
+	}
+	var all []placed
+	for _, p := range pieces {
+		busy := slots[p.node]
+		var got []int
+		// prefer a contiguous block of free slots
+		for i := 0; i+p.gpus <= len(busy) && got == nil; i++ {
+			ok := true
+			for k := i; k < i+p.gpus; k++ {
+				if busy[k] > p.sp.start {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				for k := i; k < i+p.gpus; k++ {
+					got = append(got, k)
+				}
+			}
+		}
+		if got == nil {
+			for i := range busy {
+				if len(got) < p.gpus && busy[i] <= p.sp.start {
+					got = append(got, i)
+				}
+			}
+			for len(got) < p.gpus {
+				busy = append(busy, 0)
+				got = append(got, len(busy)-1)
+			}
+		}
+		for _, k := range got {
+			busy[k] = p.sp.end
+		}
+		slots[p.node] = busy
+		all = append(all, placed{p, got})
+	}
+	nodes := make([]string, 0, len(slots))
+	for n := range slots {
+		nodes = append(nodes, n)
+	}
+	slices.SortFunc(nodes, func(a, b string) int {
+		switch {
+		case naturalLess(a, b):
+			return -1
+		case naturalLess(b, a):
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	offset := map[string]int{}
+	var gnodes []GanttNode
+	rows := 0
+	for _, n := range nodes {
+		offset[n] = rows
+		gnodes = append(gnodes, GanttNode{Name: n, Rows: len(slots[n])})
+		rows += len(slots[n])
+	}
+	if rows == 0 {
+		return nil
+	}
+	var bars []GanttBar
+	for _, a := range all {
+		// one bar per run of consecutive slots
+		for i := 0; i < len(a.slots); {
+			k := i + 1
+			for k < len(a.slots) && a.slots[k] == a.slots[k-1]+1 {
+				k++
+			}
+			bars = append(bars, GanttBar{Start: a.p.sp.start, End: a.p.sp.end,
+				Row0: offset[a.p.node] + a.slots[i], Rows: k - i, Group: max(a.p.group, 0)})
+			i = k
+		}
+	}
+	title := fmt.Sprintf("GPU allocation: %s (%d GPUs)", label, s.GPUCapacity)
+	h := max(3.5, 1.6+0.16*float64(rows))
+	return &Figure{Name: "gantt_" + fileSafe(label), Title: title, Width: 9 * vg.Inch, Height: vg.Length(h) * vg.Inch,
+		Grid: [][]*plot.Plot{{GanttPlot(title, bars, gnodes, classes, endS)}}}
+}
+
+// fileSafe maps a label to a file-name-safe stem.
+func fileSafe(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// BuildReport reads run directories and writes the report into outDir (created
+// if missing): every figure as PNG and SVG, index.html, summary.md and
+// summary.csv (see docs/outputs.md). It is the entry point of `gpusim report`
+// and is reused by compare and sweep. Errors name the file.
+func BuildReport(runDirs []string, outDir string) error {
+	rep, err := LoadReport(runDirs)
+	if err != nil {
+		return err
+	}
+	return rep.Write(outDir)
+}
+
+// Write writes the report files into outDir.
+func (rep *Report) Write(outDir string) error {
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return fmt.Errorf("create report dir: %w", err)
+	}
+	if err := fsutil.WriteFileAtomic(filepath.Join(outDir, "summary.csv"), rep.WriteSummaryCSV); err != nil {
+		return err
+	}
+	if err := fsutil.WriteFileAtomic(filepath.Join(outDir, "summary.md"), rep.WriteSummaryMarkdown); err != nil {
+		return err
+	}
+	figs := rep.Figures()
+	svgs := make([][]byte, len(figs))
+	for i, f := range figs {
+		for _, format := range []string{"png", "svg"} {
+			b, err := f.Render(format)
+			if err != nil {
+				return err
+			}
+			if err := fsutil.WriteBytesAtomic(filepath.Join(outDir, f.Name+"."+format), b); err != nil {
+				return err
+			}
+			if format == "svg" {
+				svgs[i] = svgBody(b)
+			}
+		}
+	}
+	return fsutil.WriteFileAtomic(filepath.Join(outDir, "index.html"), func(w io.Writer) error {
+		return rep.writeHTML(w, figs, svgs)
+	})
+}
+
+var indexTmpl = template.Must(template.New("index").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>gpusim report: {{.Scenarios}}</title>
+<style>
+body { font-family: sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f3f3f3; }
+figure { margin: 2em 0; }
+figure svg { max-width: 100%; height: auto; }
+figcaption { font-weight: bold; margin-bottom: 0.5em; }
+</style>
+</head>
+<body>
+<h1>gpusim report: {{.Scenarios}}</h1>
+<p>{{len .Runs}} run(s). Times are simulated seconds; metric definitions are in docs/metrics.md of gpusim.</p>
+<h2>Summary</h2>
+<table>
+<tr>{{range .Columns}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range $i, $c := .}}<td{{if ge $i 4}} class="num"{{end}}>{{$c}}</td>{{end}}</tr>
+{{end}}</table>
+<h2>Provenance</h2>
+<table>
+<tr><th>run</th><th>policy</th><th>scenario</th><th>seed</th><th>scenario sha256</th><th>gpusim</th><th>go</th></tr>
+{{range .Prov}}<tr><td>{{.Run}}</td><td>{{.Policy}}</td><td>{{.P.Scenario}}</td><td>{{.P.Seed}}</td><td><code>{{.P.ScenarioSHA256}}</code></td><td>{{.P.Version}}</td><td>{{.P.GoVersion}}</td></tr>
+{{end}}</table>
+<h2>Plots</h2>
+{{range .Figs}}<figure id="{{.Name}}">
+<figcaption>{{.Title}}</figcaption>
+{{.SVG}}
+</figure>
+{{end}}</body>
+</html>
+`))
+
+func (rep *Report) writeHTML(w io.Writer, figs []*Figure, svgs [][]byte) error {
+	type prov struct {
+		Run, Policy string
+		P           Provenance
+	}
+	type fig struct {
+		Name, Title string
+		SVG         template.HTML
+	}
+	data := struct {
+		Scenarios string
+		Runs      []*Run
+		Columns   []string
+		Rows      [][]string
+		Prov      []prov
+		Figs      []fig
+	}{Scenarios: strings.Join(rep.scenarios(), ", "), Runs: rep.Runs, Columns: SummaryColumns, Rows: rep.rows()}
+	for i, r := range rep.Runs {
+		data.Prov = append(data.Prov, prov{rep.Labels[i], r.Summary.Policy, r.Summary.Provenance})
+	}
+	for i, f := range figs {
+		// The SVG comes from our own renderer (gonum/plot), not from input text:
+		// gonum's SVG canvas HTML-escapes every text it draws.
+		data.Figs = append(data.Figs, fig{f.Name, f.Title, template.HTML(svgs[i])})
+	}
+	return indexTmpl.Execute(w, data)
+}
