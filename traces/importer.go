@@ -200,3 +200,6 @@ func knownModels(col string, models []string, known map[string]bool) error {
 	}
 	return nil
 }
+
+// asErr is errors.As.
+func asErr(err error, target any) bool { return errors.As(err, target) }
