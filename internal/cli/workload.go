@@ -103,7 +103,10 @@ func runWorkloadFit(io *IO, path string, o *WorkloadFitOptions) error {
 	}
 	if o.GPUs > 0 {
 		if l := st.Load(o.GPUs); l > 0 && l <= workloads.MaxLoad {
-			s.Load = math.Round(l*1e4) / 1e4
+			s.Load = l
+			if r := math.Round(l*1e4) / 1e4; r > 0 {
+				s.Load = r // readable, unless that would round a tiny load to 0
+			}
 		}
 	}
 	block, err := s.MarshalYAMLBlock()
