@@ -219,56 +219,65 @@ func WriteTimeseriesParquet(w io.Writer, res *sim.Result) error {
 	})
 }
 
-// readParquet reads a whole Parquet file as an Arrow table and checks that it has
-// the expected columns (by name and type). The caller releases the table.
-func readParquet(path string, want *arrow.Schema) (arrow.Table, error) {
+// readParquet reads a whole Parquet file, checks that it has the expected
+// columns (by name and type), and calls fn for every row with the row group's
+// column arrays. Reading is sequential on the caller's goroutine, so a panic of
+// the Parquet decoder on corrupt input is turned into an error.
+func readParquet(path string, want *arrow.Schema, fn func(cols []arrow.Array, i int)) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: corrupt Parquet file: %v", path, r)
+		}
+	}()
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
 	rdr, err := file.NewParquetReader(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: not a Parquet file: %w", path, err)
+		return fmt.Errorf("%s: not a Parquet file: %w", path, err)
 	}
 	defer rdr.Close()
 	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: rowGroupRows}, memory.DefaultAllocator)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	tbl, err := fr.ReadTable(context.Background())
+	got, err := fr.Schema()
 	if err != nil {
-		return nil, fmt.Errorf("%s: read: %w", path, err)
+		return fmt.Errorf("%s: schema: %w", path, err)
 	}
-	got := tbl.Schema()
 	for i, f := range want.Fields() {
 		if i >= got.NumFields() || got.Field(i).Name != f.Name || !arrow.TypeEqual(got.Field(i).Type, f.Type) {
-			tbl.Release()
-			return nil, fmt.Errorf("%s: column %d: want %s %s", path, i, f.Name, f.Type)
+			return fmt.Errorf("%s: column %d: want %s %s", path, i, f.Name, f.Type)
 		}
 	}
-	return tbl, nil
-}
-
-// eachChunk calls fn for every row of a table, passing the chunk index within
-// each column; column chunks of a table written by writeParquet line up.
-func eachChunk(tbl arrow.Table, fn func(cols []arrow.Array, i int)) error {
-	nc := int(tbl.NumCols())
-	if nc == 0 {
-		return nil
-	}
-	nchunks := len(tbl.Column(0).Data().Chunks())
+	ctx := context.Background()
+	nc := want.NumFields()
 	cols := make([]arrow.Array, nc)
-	for k := 0; k < nchunks; k++ {
+	for rg := 0; rg < rdr.NumRowGroups(); rg++ {
+		n := -1
 		for c := 0; c < nc; c++ {
-			ch := tbl.Column(c).Data().Chunks()
-			if len(ch) != nchunks || ch[k].Len() != tbl.Column(0).Data().Chunks()[k].Len() {
-				return fmt.Errorf("column %s: chunks do not line up", tbl.Schema().Field(c).Name)
+			ch, err := fr.RowGroup(rg).Column(c).Read(ctx)
+			if err != nil {
+				return fmt.Errorf("%s: row group %d, column %s: %w", path, rg, want.Field(c).Name, err)
 			}
-			cols[c] = ch[k]
+			arr, err := array.Concatenate(ch.Chunks(), memory.DefaultAllocator)
+			ch.Release()
+			if err != nil {
+				return fmt.Errorf("%s: row group %d, column %s: %w", path, rg, want.Field(c).Name, err)
+			}
+			if n >= 0 && arr.Len() != n {
+				return fmt.Errorf("%s: row group %d: column %s has %d rows, want %d", path, rg, want.Field(c).Name, arr.Len(), n)
+			}
+			n = arr.Len()
+			cols[c] = arr
 		}
-		for i := 0; i < cols[0].Len(); i++ {
+		for i := 0; i < n; i++ {
 			fn(cols, i)
+		}
+		for _, a := range cols {
+			a.Release()
 		}
 	}
 	return nil
@@ -283,13 +292,8 @@ func optFloat(a arrow.Array, i int) float64 {
 
 // ReadJobsParquet reads jobs.parquet back into rows.
 func ReadJobsParquet(path string) ([]JobRow, error) {
-	tbl, err := readParquet(path, jobsSchema)
-	if err != nil {
-		return nil, err
-	}
-	defer tbl.Release()
-	rows := make([]JobRow, 0, tbl.NumRows())
-	err = eachChunk(tbl, func(c []arrow.Array, i int) {
+	var rows []JobRow
+	err := readParquet(path, jobsSchema, func(c []arrow.Array, i int) {
 		f := func(k int) float64 { return c[k].(*array.Float64).Value(i) }
 		n := func(k int) int32 { return c[k].(*array.Int32).Value(i) }
 		s := func(k int) string { return c[k].(*array.String).Value(i) }
@@ -302,7 +306,7 @@ func ReadJobsParquet(path string) ([]JobRow, error) {
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	return rows, nil
 }
@@ -319,13 +323,8 @@ type EventRow struct {
 
 // ReadEventsParquet reads events.parquet back.
 func ReadEventsParquet(path string) ([]EventRow, error) {
-	tbl, err := readParquet(path, eventsSchema)
-	if err != nil {
-		return nil, err
-	}
-	defer tbl.Release()
-	rows := make([]EventRow, 0, tbl.NumRows())
-	err = eachChunk(tbl, func(c []arrow.Array, i int) {
+	var rows []EventRow
+	err := readParquet(path, eventsSchema, func(c []arrow.Array, i int) {
 		rows = append(rows, EventRow{
 			Seq: c[0].(*array.Int64).Value(i), TimeS: c[1].(*array.Float64).Value(i),
 			TimeU: c[2].(*array.Int64).Value(i), Kind: c[3].(*array.String).Value(i),
@@ -333,7 +332,7 @@ func ReadEventsParquet(path string) ([]EventRow, error) {
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	return rows, nil
 }
@@ -351,13 +350,8 @@ type SampleRow struct {
 
 // ReadTimeseriesParquet reads timeseries.parquet back.
 func ReadTimeseriesParquet(path string) ([]SampleRow, error) {
-	tbl, err := readParquet(path, timeseriesSchema)
-	if err != nil {
-		return nil, err
-	}
-	defer tbl.Release()
-	rows := make([]SampleRow, 0, tbl.NumRows())
-	err = eachChunk(tbl, func(c []arrow.Array, i int) {
+	var rows []SampleRow
+	err := readParquet(path, timeseriesSchema, func(c []arrow.Array, i int) {
 		rows = append(rows, SampleRow{
 			TimeS: c[0].(*array.Float64).Value(i), GPUsAllocated: c[1].(*array.Float64).Value(i),
 			BusyGPUs: c[2].(*array.Int32).Value(i), Utilization: c[3].(*array.Float64).Value(i),
@@ -366,7 +360,7 @@ func ReadTimeseriesParquet(path string) ([]SampleRow, error) {
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	return rows, nil
 }

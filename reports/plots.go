@@ -28,9 +28,13 @@ type Figure struct {
 	Height vg.Length
 }
 
-// maxLinePoints bounds the points drawn per line (CDFs and time series are
-// downsampled), so plots of million-job runs stay small.
-const maxLinePoints = 1500
+// maxLinePoints bounds the points drawn per CDF line and maxTimePoints the
+// buckets of a time-series line (bucket means), so plots of million-job runs stay
+// small and busy time series stay readable.
+const (
+	maxLinePoints = 1500
+	maxTimePoints = 500
+)
 
 // WriterTo renders the figure as "png" or "svg".
 func (f *Figure) WriterTo(format string) (io.WriterTo, error) {
@@ -177,13 +181,13 @@ func CDFPlot(title, quantity string, series []Series) *plot.Plot {
 	return p
 }
 
-// downsample averages a series into at most maxLinePoints buckets.
+// downsample averages a series into at most maxTimePoints buckets.
 func downsample(t, y []float64, div float64) plotter.XYs {
 	n := min(len(t), len(y))
 	if n == 0 {
 		return nil
 	}
-	step := (n + maxLinePoints - 1) / maxLinePoints
+	step := (n + maxTimePoints - 1) / maxTimePoints
 	xys := make(plotter.XYs, 0, n/step+1)
 	for lo := 0; lo < n; lo += step {
 		hi := min(lo+step, n)

@@ -260,7 +260,7 @@ func (rep *Report) Figures() []*Figure {
 			for _, g := range rep.Groups {
 				ss = append(ss, Series{Name: g.Label, Values: pooled(g, c, value)})
 			}
-			grid[k/cols][k%cols] = CDFPlot(c+": "+strings.ToLower(quantity)+" CDF", quantity, ss)
+			grid[k/cols][k%cols] = CDFPlot(c+": "+quantity+" CDF", quantity, ss)
 		}
 		figs = append(figs, &Figure{Name: name, Title: title, Grid: grid,
 			Width: vg.Length(cols) * 4.2 * in, Height: vg.Length(rows) * 3.3 * in})

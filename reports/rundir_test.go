@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/gpusim/gpusim/sim"
 )
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
@@ -153,6 +156,69 @@ func TestReadRunDirErrors(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, SummaryFile), []byte(`{}`), 0o644)
 	os.WriteFile(filepath.Join(dir, JobsFile), []byte(`not parquet`), 0o644)
 	if _, err := ReadRunDir(dir, false); err == nil || !contains(err.Error(), "jobs.parquet") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestEmptyRun(t *testing.T) {
+	e, err := sim.NewEngine(sim.Config{Cluster: testCluster(t, 1, 2), Policy: fifo{}, SampleInterval: sim.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Summarize(res, Provenance{}, 0)
+	if s.Jobs.Total != 0 || s.GPUUtilization != 0 || s.EventsPerSecond != 0 {
+		t.Fatalf("%+v", s)
+	}
+	dir := t.TempDir()
+	if err := WriteRunDir(dir, res, s); err != nil {
+		t.Fatal(err)
+	}
+	run, err := ReadRunDir(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.Jobs) != 0 || len(run.Events) != 0 {
+		t.Fatalf("%+v", run)
+	}
+	if err := WriteRunDir(dir, nil, s); err == nil {
+		t.Fatal("nil result accepted")
+	}
+}
+
+func TestCorruptParquet(t *testing.T) {
+	res := smallResult(t)
+	dir := t.TempDir()
+	if err := WriteRunDir(dir, res, Summarize(res, Provenance{}, 0)); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, JobsFile)
+	b, _ := os.ReadFile(p)
+	for _, cut := range []int{len(b) / 2, len(b) - 9} {
+		bad := append([]byte(nil), b...)
+		for i := cut; i < cut+8 && i < len(bad); i++ {
+			bad[i] ^= 0xff
+		}
+		os.WriteFile(p, bad, 0o644)
+		if _, err := ReadJobsParquet(p); err == nil {
+			t.Logf("corruption at %d not detected (data page bytes may decode)", cut)
+		}
+	}
+	// Random corruption must give errors or rows, never a panic.
+	rng := sim.Stream(7, "corrupt")
+	for range 200 {
+		bad := append([]byte(nil), b...)
+		for range 1 + rng.IntN(4) {
+			bad[rng.IntN(len(bad))] = byte(rng.Uint32())
+		}
+		os.WriteFile(p, bad, 0o644)
+		_, _ = ReadJobsParquet(p)
+	}
+	// wrong file kind: events.parquet read as jobs
+	if _, err := ReadJobsParquet(filepath.Join(dir, EventsFile)); err == nil || !contains(err.Error(), "column 0") {
 		t.Fatalf("err = %v", err)
 	}
 }
