@@ -127,3 +127,14 @@ func TestParseSummaryErrors(t *testing.T) {
 		t.Fatal("want error")
 	}
 }
+
+// TestSummaryJSONGolden pins the summary.json text: key order, indentation and
+// number formatting.
+func TestSummaryJSONGolden(t *testing.T) {
+	res := smallResult(t)
+	b, err := MarshalSummary(Summarize(res, Provenance{Version: "v-test", GoVersion: "go-test", Seed: 1, Scenario: "small"}, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "small/summary.json", b)
+}
