@@ -139,7 +139,7 @@ func (q *queuePolicy) conservative(v *sim.View, p *sim.Plan, h *sim.Job) error {
 			return true
 		}
 		if best == now {
-			if (need == 0 || int64(s.TotalGPUs()) <= c.FreeGPUs() || s.Fractional()) && q.placer.Place(c, j, &q.pl) {
+			if quickFit(c, s) && q.placer.Place(c, j, &q.pl) {
 				if err = q.start(p, j); err != nil {
 					return false
 				}

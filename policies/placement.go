@@ -93,6 +93,9 @@ func hostable(c *sim.Cluster, n sim.NodeID, s *sim.JobSpec, freeGPU int32, alrea
 func (b *bucketPlacer) Place(c *sim.Cluster, j *sim.Job, out *Placement) bool {
 	s := &j.Spec
 	out.reset()
+	if !quickFit(c, s) {
+		return false
+	}
 	switch {
 	case s.GPUsPerReplica == 0:
 		return b.placeNoGPU(c, s, out)

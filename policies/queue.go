@@ -397,16 +397,23 @@ func (q *queuePolicy) easy(v *sim.View, p *sim.Plan, h *sim.Job) error {
 			return true
 		})
 	} else {
-		// Fractional or CPU-only head: aggregate milli-GPU release order.
+		// Fractional or CPU-only head: aggregate milli-GPU, CPU and memory in
+		// release order.
 		needMilli := hs.GPUDemandMilli()
+		needCPU := int64(hs.Replicas) * hs.CPUMilli
+		needMem := int64(hs.Replicas) * hs.MemoryMiB
 		free := c.NumGPUs()*int64(sim.WholeGPU) - c.AllocatedMilli()
+		cpu, mem := c.FreeCPU(), c.FreeMemory()
 		q.run.each(func(r *sim.Job) bool {
 			t := q.estEnd(r)
 			if q.window > 0 && t > now.Add(q.window) {
 				return false
 			}
-			free += r.Spec.GPUDemandMilli()
-			if free >= needMilli {
+			rs := &r.Spec
+			free += rs.GPUDemandMilli()
+			cpu += int64(rs.Replicas) * rs.CPUMilli
+			mem += int64(rs.Replicas) * rs.MemoryMiB
+			if free >= needMilli && cpu >= needCPU && mem >= needMem {
 				shadow = t
 				return false
 			}
@@ -428,7 +435,7 @@ func (q *queuePolicy) easy(v *sim.View, p *sim.Plan, h *sim.Job) error {
 			return false
 		}
 		tested++
-		if int64(j.Spec.TotalGPUs()) > c.FreeGPUs() && !j.Spec.Fractional() {
+		if !quickFit(c, &j.Spec) {
 			return true // cannot fit now: O(1) rejection
 		}
 		if !q.placer.Place(c, j, &q.pl) {
@@ -492,4 +499,13 @@ func (pl *Placement) usedEarlier(r int) bool {
 		}
 	}
 	return false
+}
+
+// quickFit is an O(1) necessary condition for s to fit now: enough whole free GPUs
+// (for whole-GPU jobs), CPU and memory in the cluster as a whole.
+func quickFit(c *sim.Cluster, s *sim.JobSpec) bool {
+	if !s.Fractional() && int64(s.TotalGPUs()) > c.FreeGPUs() {
+		return false
+	}
+	return int64(s.Replicas)*s.CPUMilli <= c.FreeCPU() && int64(s.Replicas)*s.MemoryMiB <= c.FreeMemory()
 }

@@ -98,6 +98,8 @@ type Cluster struct {
 	totalGPUs  int64
 	freeGPUs   int64
 	allocMilli int64
+	freeCPUAll int64
+	freeMemAll int64
 	modelGPUs  []int64 // capacity per model
 	modelFree  []int64 // whole free GPUs per model
 }
@@ -202,6 +204,8 @@ func NewCluster(nodes []NodeSpec) (*Cluster, error) {
 		c.nodeFree[i] = n.GPUs
 		c.cpuFree[i] = n.CPUMilli
 		c.memFree[i] = n.MemoryMiB
+		c.freeCPUAll += n.CPUMilli
+		c.freeMemAll += n.MemoryMiB
 		c.modelGPUs[c.nodeMdl[i]] += int64(n.GPUs)
 		c.buckets[c.nodeMdl[i]][n.GPUs].set(i)
 		size := func(s int32) int32 {
@@ -315,6 +319,12 @@ func (c *Cluster) NodeFreeMemory(n NodeID) int64 { return c.memFree[n] }
 // FreeGPUs returns the number of whole free GPUs in the cluster.
 func (c *Cluster) FreeGPUs() int64 { return c.freeGPUs }
 
+// FreeCPU returns the free CPU millicores summed over all nodes.
+func (c *Cluster) FreeCPU() int64 { return c.freeCPUAll }
+
+// FreeMemory returns the free memory (MiB) summed over all nodes.
+func (c *Cluster) FreeMemory() int64 { return c.freeMemAll }
+
 // AllocatedMilli returns the milli-GPU allocated in the cluster.
 func (c *Cluster) AllocatedMilli() int64 { return c.allocMilli }
 
@@ -348,6 +358,8 @@ func (c *Cluster) fitsNode(n NodeID, cpu, mem int64) bool {
 func (c *Cluster) allocate(n NodeID, gpus []GPUID, milli MilliGPU, cpu, mem int64) {
 	c.cpuFree[n] -= cpu
 	c.memFree[n] -= mem
+	c.freeCPUAll -= cpu
+	c.freeMemAll -= mem
 	if c.cpuFree[n] < 0 || c.memFree[n] < 0 {
 		panic(fmt.Sprintf("sim: node %d over-allocated (cpu %d, mem %d)", n, c.cpuFree[n], c.memFree[n]))
 	}
@@ -368,6 +380,8 @@ func (c *Cluster) allocate(n NodeID, gpus []GPUID, milli MilliGPU, cpu, mem int6
 func (c *Cluster) release(n NodeID, gpus []GPUID, milli MilliGPU, cpu, mem int64) {
 	c.cpuFree[n] += cpu
 	c.memFree[n] += mem
+	c.freeCPUAll += cpu
+	c.freeMemAll += mem
 	for _, g := range gpus {
 		before := c.gpuUsed[g]
 		after := before - milli

@@ -1,0 +1,74 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gpusim/gpusim/sim"
+)
+
+// Every example scenario loads, validates and runs.
+func TestExamplesRun(t *testing.T) {
+	files, _ := filepath.Glob("examples/*.yaml")
+	if len(files) < 4 {
+		t.Fatalf("expected the example scenarios, found %v", files)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			sc, err := Load(f, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs, err := Run(context.Background(), sc, RunOptions{NoLog: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range runs {
+				if r.Summary.Jobs.Completed == 0 {
+					t.Errorf("%s: nothing completed", r.Label)
+				}
+			}
+		})
+	}
+}
+
+// Replaying every shared Philly VC with fifo and easy-backfill completes every job,
+// and backfill's mean wait is never above FIFO's (issue 3 acceptance).
+func TestPhillyVCsBackfillNeverWorse(t *testing.T) {
+	base, err := os.ReadFile("examples/philly-vc.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		vc    string
+		nodes int
+	}{{"ee9e8c", 40}, {"6214e9", 40}, {"ee9e8c", 16}, {"6214e9", 8}, {"51b7ef", 2}, {"23dbec", 1}, {"925e2b", 1}, {"795a4c", 1}} {
+		vc := c.vc
+		t.Run(fmt.Sprintf("%s/nodes=%d", vc, c.nodes), func(t *testing.T) {
+			sc, err := Parse(base, "examples/philly-vc.yaml", []string{"workload.trace.filter.vcs=[" + vc + "]",
+				fmt.Sprintf("cluster.pools[0].nodes=%d", c.nodes), "policies=[{name: fifo}, {name: easy-backfill}]"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs, err := Run(context.Background(), sc, RunOptions{NoLog: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range runs {
+				for i := range r.Result.Jobs {
+					if j := &r.Result.Jobs[i]; j.State != sim.StateCompleted {
+						t.Fatalf("%s: job %s ended %s", r.Label, j.Spec.ID, j.State)
+					}
+				}
+			}
+			fifo, easy := runs[0].Summary.WaitS.Mean, runs[1].Summary.WaitS.Mean
+			t.Logf("VC %s: %d jobs, mean wait fifo %.0f s, easy-backfill %.0f s", vc, runs[0].Summary.Jobs.Total, fifo, easy)
+			if easy > fifo {
+				t.Errorf("VC %s: easy-backfill mean wait %.1f s > fifo %.1f s", vc, easy, fifo)
+			}
+		})
+	}
+}
