@@ -37,6 +37,12 @@ type TraceStats struct {
 	GapCV           float64 // coefficient of variation of inter-arrival gaps (1 for Poisson)
 	DiurnalAmp      float64 // relative amplitude A of the first daily harmonic
 	PeakHour        float64 // hour of day of that harmonic's peak (t=0 is hour 0)
+	// DiurnalScore is the squared signal-to-noise ratio of the daily harmonic across
+	// whole days (its mean over days against the day-to-day spread; 0 with fewer
+	// than MinDiurnalDays days). Values above DiurnalScoreMin are significant.
+	DiurnalScore float64
+	// Burst is the fitted two-state MMPP (zero unless the gaps are bursty).
+	Burst Arrival
 }
 
 // Load is the trace's offered load on a cluster of clusterGPUs GPUs (0 if unknown).
@@ -74,41 +80,11 @@ func Stats(jobs []sim.JobSpec) (TraceStats, error) {
 	if m, sd := meanStd(gaps); m > 0 {
 		st.GapCV = sd / m
 	}
-	st.DiurnalAmp, st.PeakHour = diurnalHarmonic(ts, DefaultPeriodS)
+	st.DiurnalAmp, st.PeakHour, st.DiurnalScore = diurnalHarmonic(ts, DefaultPeriodS)
+	if st.GapCV >= MinBurstCV {
+		st.Burst = fitBursty(ts, gaps)
+	}
 	return st, nil
-}
-
-// diurnalHarmonic fits rate(t) ∝ 1 + A cos(2π(t/P - peak/24)) to arrival times by
-// the first Fourier coefficient of the hour-of-day profile: A = 2|Σ e^{iωt}|/n.
-// Only whole periods are used (from the first arrival), so a partial day does not
-// bias the estimate; with less than one period it returns 0.
-func diurnalHarmonic(ts []float64, period float64) (amp, peakHour float64) {
-	t0 := ts[0]
-	whole := math.Floor((ts[len(ts)-1] - t0) / period)
-	if whole < 1 {
-		return 0, 0
-	}
-	end := t0 + whole*period
-	var c, s float64
-	n := 0
-	for _, t := range ts {
-		if t >= end {
-			break
-		}
-		w := 2 * math.Pi * t / period
-		c += math.Cos(w)
-		s += math.Sin(w)
-		n++
-	}
-	if n == 0 {
-		return 0, 0
-	}
-	amp = 2 * math.Hypot(c, s) / float64(n)
-	ph := math.Atan2(s, c) / (2 * math.Pi) * 24
-	if ph <= 0 {
-		ph += 24
-	}
-	return min(amp, 0.999), ph
 }
 
 // Fit estimates a Synthetic from a trace: Jobs = the trace's job count; the class
@@ -117,9 +93,8 @@ func diurnalHarmonic(ts []float64, period float64) (amp, peakHour float64) {
 // likelihood on ln(duration) (bounds = the observed extremes), the walltime factor
 // range and rounding, the most common priority, median CPU/memory per GPU and the
 // GPU models when all jobs agree; queues and teams with their job shares, users per
-// team and the Zipf skew of user activity; and the arrival process: diurnal (with
-// the fitted peak-to-trough ratio and peak hour) when the trace spans at least two
-// days and the daily harmonic is significant, else poisson.
+// team and the Zipf skew of user activity; and the arrival process chosen by
+// TraceStats.Process.
 //
 // Load is left at DefaultLoad because it depends on the cluster: set it from
 // Stats(jobs).Load(clusterGPUs) to reproduce the trace's pressure. Fields a trace
@@ -136,13 +111,7 @@ func Fit(jobs []sim.JobSpec) (*Synthetic, error) {
 		return nil, err
 	}
 	s := &Synthetic{Jobs: min(len(jobs), MaxJobs), Load: DefaultLoad}
-	s.Arrival = Arrival{Process: ProcessPoisson}
-	if st.SpanS >= 2*DefaultPeriodS && st.DiurnalAmp > max(0.1, 4/math.Sqrt(float64(len(jobs)))) {
-		a := st.DiurnalAmp
-		s.Arrival = Arrival{Process: ProcessDiurnal, PeakToTrough: round4((1 + a) / (1 - a)),
-			PeriodS: DefaultPeriodS, PeakHour: round4(st.PeakHour)}
-	}
-
+	s.Arrival = st.Process()
 	byClass := map[string][]*sim.JobSpec{}
 	for i := range jobs {
 		c := string(jobs[i].Class)

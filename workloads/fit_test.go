@@ -66,6 +66,9 @@ func TestFitRoundTrip(t *testing.T) {
 		t.Fatalf("arrival process %q, want diurnal", fit.Arrival.Process)
 	}
 	near(t, "peakToTrough", fit.Arrival.PeakToTrough, 3, 0.15)
+	if st, _ := Stats(jobs); st.DiurnalScore < 10*DiurnalScoreMin {
+		t.Errorf("diurnal score %.1f is weak", st.DiurnalScore)
+	}
 	nearAbs(t, "peakHour", fit.Arrival.PeakHour, 15, 0.5)
 	nearAbs(t, "userSkew", fit.UserSkew, 1.2, 0.3)
 
@@ -153,6 +156,9 @@ func TestFitPoissonAndRate(t *testing.T) {
 	}
 	st, _ := Stats(jobs)
 	near(t, "gap CV", st.GapCV, 1, 0.05)
+	if st.DiurnalScore > DiurnalScoreMin {
+		t.Errorf("poisson trace has a significant daily cycle: score %.1f", st.DiurnalScore)
+	}
 	// rate = jobs*load*G/D; D ~ jobs * 2 GPUs * mean duration.
 	near(t, "load", st.Load(64), DefaultLoad, 0.05)
 	if len(fit.Classes) != 1 || fit.Classes[0].GPUs.Values[0] != 2 {
@@ -219,4 +225,29 @@ func TestHistDistMergesRareValues(t *testing.T) {
 		tot += w
 	}
 	nearAbs(t, "weights sum", tot, 1, 1e-3)
+}
+
+func TestFitBurstyRoundTrip(t *testing.T) {
+	for _, tc := range []Arrival{
+		{Process: ProcessBursty, BurstFactor: 10, MeanBurstS: 600, BurstFraction: 0.1},
+		{Process: ProcessBursty, BurstFactor: 20, MeanBurstS: 1800, BurstFraction: 0.2},
+	} {
+		s := DefaultSynthetic()
+		s.Jobs = 30000
+		s.Arrival = tc
+		jobs := gen(t, s, 5, 128, 8)
+		st, err := Stats(jobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := st.Process()
+		t.Logf("truth %+v: fitted %+v (gap CV %.2f, diurnal score %.1f)", tc, got, st.GapCV, st.DiurnalScore)
+		if got.Process != ProcessBursty {
+			t.Errorf("%+v: fitted process %q", tc, got.Process)
+			continue
+		}
+		near(t, "burstFactor", got.BurstFactor, tc.BurstFactor, 0.2)
+		near(t, "burstFraction", got.BurstFraction, tc.BurstFraction, 0.2)
+		near(t, "meanBurstS", float64(got.MeanBurstS), float64(tc.MeanBurstS), 0.3)
+	}
 }

@@ -120,8 +120,14 @@ func runWorkloadFit(io *IO, path string, o *WorkloadFitOptions) error {
 			fmt.Fprintf(&b, "# import: %s\n", line)
 		}
 	}
-	fmt.Fprintf(&b, "# trace: %d jobs over %.1f h; %.2f jobs/h; GPU demand %.2f GPU-h/h; gap CV %.2f; daily amplitude %.3f (peak hour %.1f)\n",
-		st.Jobs, st.SpanS/3600, st.RatePerHour, st.GPUHoursPerHour, st.GapCV, st.DiurnalAmp, st.PeakHour)
+	fmt.Fprintf(&b, "# trace: %d jobs over %.1f h; %.2f jobs/h; GPU demand %.2f GPU-h/h\n",
+		st.Jobs, st.SpanS/3600, st.RatePerHour, st.GPUHoursPerHour)
+	fmt.Fprintf(&b, "# arrivals: gap CV %.2f; daily amplitude %.3f, peak hour %.1f, score %.1f (significant > %g)",
+		st.GapCV, st.DiurnalAmp, st.PeakHour, st.DiurnalScore, float64(workloads.DiurnalScoreMin))
+	if bu := st.Burst; bu.Process != "" {
+		fmt.Fprintf(&b, "; bursts: factor %.2f, mean %.0f s, fraction %.3f", bu.BurstFactor, float64(bu.MeanBurstS), bu.BurstFraction)
+	}
+	b.WriteString("\n")
 	if o.GPUs > 0 {
 		fmt.Fprintf(&b, "# load: the trace's offered load on %d GPUs\n", o.GPUs)
 	} else {
