@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 )
@@ -187,7 +188,27 @@ func ReadInterference(name string, r io.Reader) (*InterferenceMatrix, error) {
 	if err := m.validate().render(name, &root); err != nil {
 		return nil, err
 	}
+	m.normalize()
 	return &m, nil
+}
+
+// normalize replaces nil lists by empty ones, the form Write produces and
+// ReadInterference returns, so a normalized matrix round-trips identically.
+func (m *InterferenceMatrix) normalize() {
+	if m.Workloads == nil {
+		m.Workloads = []WorkloadProfile{}
+	}
+	if m.Modes == nil {
+		m.Modes = []ModeResult{}
+	}
+	for i := range m.Modes {
+		if m.Modes[i].Alone == nil {
+			m.Modes[i].Alone = []AloneResult{}
+		}
+		if m.Modes[i].Groups == nil {
+			m.Modes[i].Groups = []GroupResult{}
+		}
+	}
 }
 
 // LoadInterference reads an interference file from disk.
@@ -198,6 +219,17 @@ func LoadInterference(path string) (*InterferenceMatrix, error) {
 	}
 	defer f.Close()
 	return ReadInterference(path, f)
+}
+
+// printable reports whether s has only printable characters (no line breaks or
+// other control characters), so it survives YAML encoding unchanged.
+func printable(s string) bool {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }
 
 func badNum(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) || x < 0 }
@@ -211,6 +243,13 @@ func (m *InterferenceMatrix) validate() fieldErrs {
 		fe.add("kind", "must be %q, got %q", InterferenceKind, m.Kind)
 	}
 	md := m.Metadata
+	for _, c := range []struct{ n, v string }{{"name", md.Name}, {"host", md.Host}, {"gpuModel", md.GPUModel},
+		{"gpuName", md.GPUName}, {"gpuUUID", md.GPUUUID}, {"driverVersion", md.DriverVersion},
+		{"cudaVersion", md.CUDAVersion}, {"created", md.Created}} {
+		if !printable(c.v) {
+			fe.add("metadata."+c.n, "must be a single line of printable characters")
+		}
+	}
 	if badNum(md.WarmupSeconds) {
 		fe.add("metadata.warmupSeconds", "must be a finite number >= 0")
 	}
@@ -229,6 +268,9 @@ func (m *InterferenceMatrix) validate() fieldErrs {
 			fe.add(at+".name", "duplicate workload %q", w.Name)
 		}
 		known[w.Name] = true
+		if !printable(w.Class) {
+			fe.add(at+".class", "must be a single line of printable characters")
+		}
 		f := w.Fingerprint
 		for _, c := range []struct {
 			n string

@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,10 +17,10 @@ import (
 // one of them instead of the tests.
 //
 //	bucket   shares a token bucket (an flock'd file per CUDA_VISIBLE_DEVICES) with
-//	         every other bucket process on the same device: it holds the lock for
-//	         FAKE_HOLD_MS per item, then pauses FAKE_GAP_MS. Alone it makes one item
-//	         per hold+gap; n co-located members each make one per n*hold, so the
-//	         expected speed factor is (hold+gap)/(n*hold).
+//	         every other bucket process on the same device: an item occupies the
+//	         bucket for FAKE_HOLD_MS, then the process pauses FAKE_GAP_MS. Alone it
+//	         makes one item per hold+gap; n co-located members each make one per
+//	         n*hold, so the expected speed factor is (hold+gap)/(n*hold).
 //	regex    prints "rate=<FAKE_RATE> items/s" every 10ms.
 //	hang     ignores SIGTERM, starts a "sleeper" child, never reports progress.
 //	sleeper  ignores SIGTERM and sleeps.
@@ -54,15 +55,32 @@ func fakeWorkload(mode string) int {
 			return 1
 		}
 		hold, gap := envMS("FAKE_HOLD_MS", 10), envMS("FAKE_GAP_MS", 2)
+		// The bucket is a shared virtual timeline: T (in the file) is when the
+		// bucket is next free. Each item takes the next hold-long slot at or after
+		// the process's own virtual request time v; the process sleeps until the
+		// slot ends, reports, and requests again gap later. Working in virtual time
+		// makes the rates exact even when the machine is loaded and sleeps overshoot.
+		v := time.Now().UnixNano()
+		var buf [8]byte
 		for items := 1; ; items++ {
 			if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return 1
 			}
-			time.Sleep(hold)
+			T := int64(0)
+			if n, _ := f.ReadAt(buf[:], 0); n == 8 {
+				T = int64(binary.LittleEndian.Uint64(buf[:]))
+			}
+			c := max(v, T) + int64(hold)
+			binary.LittleEndian.PutUint64(buf[:], uint64(c))
+			if _, err := f.WriteAt(buf[:], 0); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
 			_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+			time.Sleep(time.Until(time.Unix(0, c)))
 			fmt.Printf("gpusim-progress items=%d\n", items)
-			time.Sleep(gap)
+			v = c + int64(gap)
 		}
 	case "regex":
 		for {

@@ -20,7 +20,8 @@ import (
 // alone measurement under the same mode; a group member's speed factor per
 // repetition is its co-located throughput / the mean alone throughput.
 func BuildMatrix(p *Plan, cells []CellResult, meta MatrixMetadata) *InterferenceMatrix {
-	m := &InterferenceMatrix{APIVersion: APIVersion, Kind: InterferenceKind, Metadata: meta}
+	m := &InterferenceMatrix{APIVersion: APIVersion, Kind: InterferenceKind, Metadata: meta,
+		Workloads: []WorkloadProfile{}, Modes: []ModeResult{}}
 	for _, w := range p.Workloads {
 		m.Workloads = append(m.Workloads, WorkloadProfile{Name: w.Name, Class: w.Class,
 			Fingerprint: fingerprint(cells, w.Name)})

@@ -265,9 +265,10 @@ workloads:
 	jf.WriteString(`{"id":"timeslice/a+a/r1","sta`)
 	jf.Close()
 
-	sum, err := Run(context.Background(), RunOptions{Probe: fakeProbe(t), Plan: p, OutDir: f.out})
+	var log strings.Builder
+	sum, err := Run(context.Background(), RunOptions{Probe: fakeProbe(t), Plan: p, OutDir: f.out, Log: &log})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\n%s", err, log.String())
 	}
 	if sum.Skipped != 1 || sum.Measured != 3 {
 		t.Errorf("resume summary %+v, want 1 skipped, 3 measured", sum)
