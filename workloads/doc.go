@@ -20,7 +20,12 @@
 // aspect of the mix does not reshuffle the others' draws.
 //
 // Fit estimates a Synthetic from an imported trace (class mix, per-class GPU sizes,
-// log-normal durations by maximum likelihood, walltime factors, arrival rate and
-// diurnal amplitude), so a larger synthetic workload statistically like a real one
-// can be generated.
+// log-normal durations by maximum likelihood, walltime factors, and the arrival
+// process: poisson, diurnal or bursty), so a larger synthetic workload
+// statistically like a real one can be generated.
+//
+// SpeedModel is a placement-dependent sim.SpeedModel: per-GPU-model throughput
+// plus a ring all-reduce bound by the slowest topology level a gang crosses.
+//
+// The user documentation of every YAML field is docs/workloads.md.
 package workloads

@@ -14,7 +14,7 @@ import (
 func TestFitProperty(t *testing.T) {
 	classes := []sim.JobClass{"", sim.ClassTraining, sim.ClassExperiment, sim.ClassPreprocessing, sim.ClassBatchInference, sim.ClassServing, sim.ClassUnknown}
 	rapid.Check(t, func(rt *rapid.T) {
-		n := rapid.IntRange(0, 60).Draw(rt, "n")
+		n := rapid.IntRange(0, 200).Draw(rt, "n")
 		jobs := make([]sim.JobSpec, n)
 		for i := range jobs {
 			j := &jobs[i]
