@@ -163,6 +163,11 @@ func (q *queuePolicy) conservative(v *sim.View, p *sim.Plan, h *sim.Job) error {
 				return true
 			}
 		}
+		if j == h {
+			p.Wait(j.Ref, whyNot(c, j))
+		} else {
+			p.Wait(j.Ref, sim.ReasonReservation)
+		}
 		if q.window > 0 && best > now.Add(q.window) {
 			return true // beyond the window: no reservation
 		}

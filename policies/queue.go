@@ -240,6 +240,7 @@ func (q *queuePolicy) Schedule(v *sim.View, p *sim.Plan) error {
 			}
 			return true
 		}
+		p.Wait(j.Ref, whyNot(c, j))
 		if q.strict {
 			head = j
 			return false
@@ -436,9 +437,11 @@ func (q *queuePolicy) easy(v *sim.View, p *sim.Plan, h *sim.Job) error {
 		}
 		tested++
 		if !quickFit(c, &j.Spec) {
-			return true // cannot fit now: O(1) rejection
+			p.Wait(j.Ref, sim.ReasonNoCapacity) // cannot fit now: O(1) rejection
+			return true
 		}
 		if !q.placer.Place(c, j, &q.pl) {
+			p.Wait(j.Ref, whyNot(c, j))
 			return true
 		}
 		rem := j.Estimate - j.Done
@@ -455,7 +458,8 @@ func (q *queuePolicy) easy(v *sim.View, p *sim.Plan, h *sim.Job) error {
 			return true
 		}
 		if mstar < 0 {
-			return true // non-whole head: only jobs that end before the shadow time
+			p.Wait(j.Ref, sim.ReasonReservation) // non-whole head: only jobs that end before the shadow time
+			return true
 		}
 		// Would h still fit at the shadow time if j keeps its resources?
 		var loss int64
@@ -485,6 +489,8 @@ func (q *queuePolicy) easy(v *sim.View, p *sim.Plan, h *sim.Job) error {
 				return false
 			}
 			q.hostC[mstar] -= loss
+		} else {
+			p.Wait(j.Ref, sim.ReasonReservation)
 		}
 		return true
 	})
@@ -508,4 +514,19 @@ func quickFit(c *sim.Cluster, s *sim.JobSpec) bool {
 		return false
 	}
 	return int64(s.Replicas)*s.CPUMilli <= c.FreeCPU() && int64(s.Replicas)*s.MemoryMiB <= c.FreeMemory()
+}
+
+// whyNot classifies why job j cannot be placed now: not enough free capacity of an
+// allowed model, or enough in total but not placeable per node (fragmentation).
+func whyNot(c *sim.Cluster, j *sim.Job) sim.Reason {
+	s := &j.Spec
+	if !quickFit(c, s) || s.GPUsPerReplica == 0 || s.Fractional() {
+		return sim.ReasonNoCapacity
+	}
+	for m, model := range c.Models() {
+		if s.AllowsModel(model) && c.ModelFree(m) >= int64(s.TotalGPUs()) {
+			return sim.ReasonTopology
+		}
+	}
+	return sim.ReasonNoCapacity
 }

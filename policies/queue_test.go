@@ -1,7 +1,10 @@
 package policies
 
 import (
+	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -56,11 +59,15 @@ t=0 arrive J2
 t=0 arrive J3
 t=0 arrive J4
 t=0 start J1
+t=0 wait J2 no-capacity
 t=0 start J3
+t=0 wait J4 no-capacity
 t=0 reserve J2 at=100
 t=30 finish J3
+t=30 wait J4 reservation
 t=100 finish J1
 t=100 start J2
+t=100 wait J4 no-capacity
 t=100 reserve J4 at=150
 t=150 finish J2
 t=150 start J4
@@ -136,4 +143,29 @@ func TestPlacements(t *testing.T) {
 	if d := cmp.Diff([]sim.NodeID{2, 1, 2}, out.Nodes); d != "" {
 		t.Errorf("spread gang nodes: %s", d)
 	}
+}
+
+// A gang that fits the free GPU count but not per node waits for "topology".
+func TestWaitReasons(t *testing.T) {
+	jobs := []sim.JobSpec{
+		MakeJob("A").GPUs(4).Dur(100).Obj(),
+		MakeJob("B").GPUs(4).Dur(100).Obj(),
+		MakeJob("C").GPUs(8).Dur(10).Obj(), // 8 GPUs free in total (4+4) but not on one node
+	}
+	res := Run(t, Nodes(2, 8), mustPolicy(t, "fifo"), jobs...)
+	// first-fit puts A and B on node 0; to fragment, use spread
+	_ = res
+	p, _ := New("fifo", yamlNode(t, "placement: spread"))
+	res = Run(t, Nodes(2, 8), p, jobs...)
+	if got := Schedule(res); !strings.Contains(got, "t=0 wait C topology") {
+		t.Errorf("want a topology wait for C:\n%s", got)
+	}
+}
+
+func yamlNode(t *testing.T, s string) *yaml.Node {
+	var n yaml.Node
+	if err := yaml.Unmarshal([]byte(s), &n); err != nil {
+		t.Fatal(err)
+	}
+	return n.Content[0]
 }

@@ -124,6 +124,7 @@ type Engine struct {
 	nodeSlab   []NodeID
 	gpuSlab    []GPUID
 	resAt      []Time
+	waitWhy    []Reason
 }
 
 // NewEngine validates cfg and prepares a run. Jobs are sorted by (Submit, ID); their
@@ -157,6 +158,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 	e.jobs = make([]Job, len(specs))
 	e.runIdx = make([]int32, len(specs))
 	e.resAt = make([]Time, len(specs))
+	e.waitWhy = make([]Reason, len(specs))
 	for i, si := range specs {
 		s := cfg.Jobs[si]
 		if err := s.Validate(); err != nil {
@@ -198,7 +200,7 @@ func (e *Engine) record(k EventKind, j JobRef, val int64) {
 	if !e.cfg.NoLog {
 		e.log = append(e.log, Event{Time: e.now, Kind: k, Job: j, Value: val})
 	}
-	if e.observer != nil && k != EvReserve {
+	if e.observer != nil && k != EvReserve && k != EvWait {
 		ev := Event{Time: e.now, Kind: k, Job: j, Value: val}
 		if e.inSchedule {
 			e.deferred = append(e.deferred, ev)
@@ -461,6 +463,7 @@ func (e *Engine) applyStart(s *Start) error {
 	j.Nodes = e.carveNodes(s.Nodes)
 	j.GPUs = e.carveGPUs(s.GPUs)
 	j.State = StateRunning
+	e.waitWhy[j.Ref] = ReasonNone
 	j.LastStart = e.now
 	if j.FirstStart == Never {
 		j.FirstStart = e.now
@@ -631,4 +634,12 @@ func (e *Engine) progress() Progress {
 func (e *Engine) sample() {
 	e.samples = append(e.samples, Sample{Time: e.nextSamp, AllocMilli: e.cluster.allocMilli,
 		BusyGPUs: e.busyGPUs, Running: int32(len(e.running)), Pending: int32(e.pendN), PendingGPUs: e.pendGPUs})
+}
+
+func (e *Engine) noteWait(j JobRef, r Reason) {
+	if j < 0 || int(j) >= len(e.jobs) || e.waitWhy[j] == r || e.jobs[j].State != StatePending {
+		return
+	}
+	e.waitWhy[j] = r
+	e.record(EvWait, j, int64(r))
 }

@@ -122,6 +122,15 @@ func (p *Plan) Reserve(j JobRef, at Time) {
 	p.Reservations = append(p.Reservations, Reservation{Job: j, At: at})
 }
 
+// Wait records why pending job j stays pending at this scheduling point
+// (informational, for explanations). The engine logs it only when it differs from
+// the job's previous reason.
+func (p *Plan) Wait(j JobRef, r Reason) {
+	if p.eng != nil {
+		p.eng.noteWait(j, r)
+	}
+}
+
 // Wake asks for a scheduling point at t (the earliest requested time wins).
 func (p *Plan) Wake(t Time) {
 	if t < p.WakeAt {

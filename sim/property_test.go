@@ -189,7 +189,7 @@ func checkLifecycle(t *rapid.T, res *sim.Result) {
 				t.Fatalf("job %d preempted from state %d", e.Job, *s)
 			}
 			*s = 1
-		case sim.EvReserve:
+		case sim.EvReserve, sim.EvWait:
 			if *s != 1 {
 				t.Fatalf("job %d reserved while in state %d", e.Job, *s)
 			}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"iter"
 	"math/rand/v2"
 )
@@ -37,10 +38,11 @@ const (
 	EvKill    // stopped for good by a policy
 	EvTimeout // stopped at its walltime
 	EvReserve // informational reservation (Value = reserved start time in µs)
+	EvWait    // informational: why a pending job was not started (Value = a Reason), logged when the reason changes
 	numEventKinds
 )
 
-var eventNames = [...]string{"arrive", "start", "finish", "preempt", "kill", "timeout", "reserve"}
+var eventNames = [...]string{"arrive", "start", "finish", "preempt", "kill", "timeout", "reserve", "wait"}
 
 // String returns the event kind's name (as written to events.parquet).
 func (k EventKind) String() string {
@@ -58,7 +60,66 @@ type Event struct {
 	Time  Time
 	Kind  EventKind
 	Job   JobRef
-	Value int64 // kind-specific: reservation time for EvReserve, else 0
+	Value int64 // kind-specific: reservation time for EvReserve, Reason for EvWait, else 0
+}
+
+// Reason says why a policy left a pending job waiting. Policies report it with
+// Plan.Wait; the engine logs it (EvWait) only when a job's reason changes, so
+// recording reasons costs almost nothing.
+type Reason uint8
+
+// Wait reasons.
+const (
+	ReasonNone        Reason = iota
+	ReasonNoCapacity         // not enough free GPUs (of the allowed models), CPU or memory
+	ReasonTopology           // enough free capacity in total, but the gang cannot be placed (per node or topology domain)
+	ReasonQuota              // a quota (nominal + borrowing limit) is exhausted
+	ReasonBlocked            // behind an earlier job in strict queue order (head-of-line blocking)
+	ReasonReservation        // backfill: would delay the head job's reservation
+	ReasonFairShare          // another queue or user is ahead by fair share
+	ReasonNotTested          // beyond the backfill test limit (maxJobsTest / window)
+	ReasonPreempting         // waiting for preempted victims to release resources
+	numReasons
+)
+
+var reasonNames = [...]string{"none", "no-capacity", "topology", "quota", "blocked", "reservation", "fair-share", "not-tested", "preempting"}
+
+var reasonText = [...]string{
+	"",
+	"not enough free GPUs of the allowed models (or CPU/memory)",
+	"free capacity exists but the gang cannot be placed on whole nodes / within its topology domain",
+	"quota exhausted",
+	"blocked behind an earlier job in queue order",
+	"would delay the head job's reservation",
+	"another queue or user comes first by fair share",
+	"not examined: beyond the backfill test limit",
+	"waiting for preempted jobs to release resources",
+}
+
+// String returns the reason's short name (as written to events.parquet "detail").
+func (r Reason) String() string {
+	if r < numReasons {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("reason(%d)", r)
+}
+
+// Text returns a sentence describing the reason.
+func (r Reason) Text() string {
+	if r < numReasons {
+		return reasonText[r]
+	}
+	return r.String()
+}
+
+// ParseReason maps a short name back to a Reason.
+func ParseReason(s string) (Reason, bool) {
+	for i, n := range reasonNames {
+		if n == s {
+			return Reason(i), true
+		}
+	}
+	return 0, false
 }
 
 // View is the read-only state handed to a policy. Its methods return live engine

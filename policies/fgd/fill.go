@@ -11,7 +11,8 @@ import (
 // FillConfig configures one fill run.
 type FillConfig struct {
 	// Load is the target GPU demand as a multiple of the cluster's GPU capacity (the
-	// paper uses 1.3). The pod list is resized to it; <= 0 keeps the list as is.
+	// paper uses 1.3). The pod list is resized to it; <= 0 keeps the list as is;
+	// values above 100 or NaN are rejected.
 	Load float64
 	// Seed seeds the shuffle, the resizing and the policy's tie-breaking (the paper
 	// repeats every run with seeds 42..51).

@@ -106,8 +106,11 @@ func Schedule(res *sim.Result) string {
 	var b strings.Builder
 	for _, e := range res.Log {
 		fmt.Fprintf(&b, "t=%g %s %s", e.Time.Seconds(), e.Kind, res.Jobs[e.Job].Spec.ID)
-		if e.Kind == sim.EvReserve {
+		switch e.Kind {
+		case sim.EvReserve:
 			fmt.Fprintf(&b, " at=%g", sim.Time(e.Value).Seconds())
+		case sim.EvWait:
+			fmt.Fprintf(&b, " %s", sim.Reason(e.Value))
 		}
 		b.WriteByte('\n')
 	}
