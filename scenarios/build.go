@@ -48,7 +48,7 @@ func (s *Scenario) Nodes() ([]sim.NodeSpec, error) {
 			for i := 0; i < p.Nodes; i++ {
 				n := t.nodeSpec(fmt.Sprintf("%s-%d", p.Name, i), p.Name)
 				if t.NVLinkNodes > 1 {
-					n.NVLinkDomain = domain + int32(i)/t.NVLinkNodes
+					n.NVLinkDomain = 1 + domain + int32(i)/t.NVLinkNodes
 				}
 				nodes = append(nodes, n)
 			}

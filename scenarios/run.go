@@ -102,6 +102,11 @@ func Run(ctx context.Context, s *Scenario, opts RunOptions) ([]PolicyRun, error)
 	if err != nil {
 		return nil, err
 	}
+	if opts.OutDir != "" {
+		if err := s.Save(filepath.Join(opts.OutDir, "scenario.yaml")); err != nil {
+			return nil, err
+		}
+	}
 	par := opts.Parallel
 	if par <= 0 {
 		par = runtime.GOMAXPROCS(0)

@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/gpusim/gpusim/internal/fsutil"
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/sim"
 	"github.com/gpusim/gpusim/traces"
@@ -298,4 +299,39 @@ func (s *Scenario) problems(fe sim.FieldErrors) *Error {
 	}
 	sort.SliceStable(e.Problems, func(a, b int) bool { return e.Problems[a].Line < e.Problems[b].Line })
 	return e
+}
+
+// Save writes the effective scenario (after --set overrides) to path, with file
+// paths (workload.trace.path, cluster.from.path) made absolute so the saved copy
+// loads from anywhere: `gpusim explain` and re-runs use it.
+func (s *Scenario) Save(path string) error {
+	var doc yaml.Node
+	b, err := yaml.Marshal(s.root)
+	if err != nil {
+		return err
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return err
+	}
+	root := doc.Content[0]
+	for _, p := range []string{"workload.trace.path", "cluster.from.path"} {
+		steps, _ := parsePath(p)
+		n := root
+		for _, st := range steps {
+			if _, n = mapGet(n, st.key); n == nil {
+				break
+			}
+		}
+		if n != nil && n.Kind == yaml.ScalarNode && !filepath.IsAbs(n.Value) {
+			if abs, err := filepath.Abs(s.Resolve(n.Value)); err == nil {
+				n.Value = abs
+			}
+		}
+	}
+	out, err := yaml.Marshal(root)
+	if err != nil {
+		return err
+	}
+	header := fmt.Sprintf("# Effective scenario written by gpusim run (sha256 %s of the scenario as run).\n", s.hash)
+	return fsutil.WriteBytesAtomic(path, append([]byte(header), out...))
 }

@@ -62,8 +62,9 @@ type NodeSpec struct {
 	// GPU i is in NVLink group i/NVLinkSize, PCIe switch i/PCIeSize, socket i/SocketSize.
 	// A size of 0 means "all GPUs of the node".
 	NVLinkSize, PCIeSize, SocketSize int32
-	// NVLinkDomain, when >= 0, puts all GPUs of this node into the named cluster-wide
-	// NVLink domain (racks such as GB200 NVL72 whose NVLink spans nodes).
+	// NVLinkDomain, when > 0, puts all GPUs of this node into that cluster-wide
+	// NVLink domain (racks such as GB200 NVL72 whose NVLink spans nodes); 0 or
+	// negative means the node's own NVLink groups (NVLinkSize).
 	NVLinkDomain int32
 	Leaf, Spine  int32 // fabric position
 }
@@ -224,14 +225,14 @@ func NewCluster(nodes []NodeSpec) (*Cluster, error) {
 			p[LevelSpine], p[LevelLeaf], p[LevelNode] = spine, leaf, node
 			p[LevelSocket] = domID(LevelSocket, int32(i), k/size(n.SocketSize))
 			p[LevelPCIe] = domID(LevelPCIe, int32(i)<<8|p[LevelSocket]&0xff, k/size(n.PCIeSize))
-			if n.NVLinkDomain >= 0 {
+			if n.NVLinkDomain > 0 {
 				p[LevelNVLink] = domID(LevelNVLink, -1-n.NVLinkDomain, 0)
 			} else {
 				p[LevelNVLink] = domID(LevelNVLink, int32(i), k/size(n.NVLinkSize))
 			}
 			c.domains[LevelSocket][p[LevelSocket]].Parent = node
 			c.domains[LevelPCIe][p[LevelPCIe]].Parent = p[LevelSocket]
-			if n.NVLinkDomain < 0 {
+			if n.NVLinkDomain <= 0 {
 				c.domains[LevelNVLink][p[LevelNVLink]].Parent = p[LevelPCIe]
 			}
 			for l := Level(0); l < NumLevels; l++ {
