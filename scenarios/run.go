@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -103,6 +104,9 @@ func Run(ctx context.Context, s *Scenario, opts RunOptions) ([]PolicyRun, error)
 		return nil, err
 	}
 	if opts.OutDir != "" {
+		if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
+			return nil, err
+		}
 		if err := s.Save(filepath.Join(opts.OutDir, "scenario.yaml")); err != nil {
 			return nil, err
 		}
