@@ -55,7 +55,11 @@ var (
 		{Name: "kind", Type: arrow.BinaryTypes.String},
 		{Name: "job_id", Type: arrow.BinaryTypes.String},
 		{Name: "value", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "detail", Type: arrow.BinaryTypes.String},
 	}, nil)
+
+	// eventsSchemaV0 is events.parquet before the detail column (still readable).
+	eventsSchemaV0 = arrow.NewSchema(eventsSchema.Fields()[:6], nil)
 
 	timeseriesSchema = arrow.NewSchema([]arrow.Field{
 		{Name: "time_s", Type: arrow.PrimitiveTypes.Float64},
@@ -69,7 +73,7 @@ var (
 )
 
 // dictCols are the dictionary-encoded columns.
-var dictCols = map[string]bool{"class": true, "queue": true, "user": true, "state": true, "nodes": true, "kind": true}
+var dictCols = map[string]bool{"class": true, "queue": true, "user": true, "state": true, "nodes": true, "kind": true, "detail": true}
 
 // EventColumns and TimeseriesColumns are the column names of events.parquet and
 // timeseries.parquet, in order.
@@ -178,6 +182,7 @@ func WriteEventsParquet(w io.Writer, res *sim.Result) error {
 		kind := b.Field(3).(*array.StringBuilder)
 		job := b.Field(4).(*array.StringBuilder)
 		val := b.Field(5).(*array.Int64Builder)
+		det := b.Field(6).(*array.StringBuilder)
 		for i := lo; i < hi; i++ {
 			e := &log[i]
 			seq.Append(int64(i))
@@ -190,6 +195,7 @@ func WriteEventsParquet(w io.Writer, res *sim.Result) error {
 				job.Append("")
 			}
 			val.Append(e.Value)
+			det.Append(EventDetail(e))
 		}
 	})
 }
@@ -283,6 +289,26 @@ func readParquet(path string, want *arrow.Schema, fn func(cols []arrow.Array, i 
 	return nil
 }
 
+// parquetColumns returns the number of leaf columns of a Parquet file.
+func parquetColumns(path string) (n int, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: corrupt Parquet file: %v", path, r)
+		}
+	}()
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	rdr, err := file.NewParquetReader(f)
+	if err != nil {
+		return 0, err
+	}
+	defer rdr.Close()
+	return rdr.MetaData().Schema.NumColumns(), nil
+}
+
 func optFloat(a arrow.Array, i int) float64 {
 	if a.IsNull(i) {
 		return math.NaN()
@@ -311,25 +337,47 @@ func ReadJobsParquet(path string) ([]JobRow, error) {
 	return rows, nil
 }
 
-// EventRow is one row of events.parquet.
-type EventRow struct {
-	Seq   int64
-	TimeS float64
-	TimeU int64 // microseconds
-	Kind  string
-	JobID string
-	Value int64
+// EventDetail returns the detail column of an event: the wait reason's short
+// name (sim.Reason.String) for wait events, "" for every other kind.
+func EventDetail(e *sim.Event) string {
+	if e.Kind == sim.EvWait {
+		return sim.Reason(e.Value).String()
+	}
+	return ""
 }
 
-// ReadEventsParquet reads events.parquet back.
+// EventRow is one row of events.parquet.
+type EventRow struct {
+	Seq    int64
+	TimeS  float64
+	TimeU  int64 // microseconds
+	Kind   string
+	JobID  string
+	Value  int64
+	Detail string // wait reason name for "wait" events; "" otherwise
+}
+
+// ReadEventsParquet reads events.parquet back. Files written before the detail
+// column existed (six columns) are accepted; their Detail is derived from the
+// value of wait events.
 func ReadEventsParquet(path string) ([]EventRow, error) {
+	schema := eventsSchema
+	if n, err := parquetColumns(path); err == nil && n == eventsSchemaV0.NumFields() {
+		schema = eventsSchemaV0
+	}
 	var rows []EventRow
-	err := readParquet(path, eventsSchema, func(c []arrow.Array, i int) {
-		rows = append(rows, EventRow{
+	err := readParquet(path, schema, func(c []arrow.Array, i int) {
+		r := EventRow{
 			Seq: c[0].(*array.Int64).Value(i), TimeS: c[1].(*array.Float64).Value(i),
 			TimeU: c[2].(*array.Int64).Value(i), Kind: c[3].(*array.String).Value(i),
 			JobID: c[4].(*array.String).Value(i), Value: c[5].(*array.Int64).Value(i),
-		})
+		}
+		if len(c) > 6 {
+			r.Detail = c[6].(*array.String).Value(i)
+		} else if r.Kind == sim.EvWait.String() {
+			r.Detail = sim.Reason(r.Value).String()
+		}
+		rows = append(rows, r)
 	})
 	if err != nil {
 		return nil, err

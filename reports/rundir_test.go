@@ -120,7 +120,7 @@ func TestParquetMatchesCSV(t *testing.T) {
 	for i, e := range res.Log {
 		g := ev[i]
 		if g.Seq != int64(i) || g.TimeU != int64(e.Time) || g.TimeS != e.Time.Seconds() || g.Kind != e.Kind.String() ||
-			g.JobID != string(res.Jobs[e.Job].Spec.ID) || g.Value != e.Value {
+			g.JobID != string(res.Jobs[e.Job].Spec.ID) || g.Value != e.Value || g.Detail != EventDetail(&e) {
 			t.Fatalf("event %d: %+v vs %+v", i, g, e)
 		}
 	}
