@@ -46,7 +46,7 @@ type QueueParams struct {
 
 func init() {
 	reg := func(name, summary, params string, o order, bf backfillMode) {
-		Register(Info{Name: name, Summary: summary, Params: params}, func(n *yaml.Node) (sim.Policy, error) {
+		Register(Info{Name: name, Summary: summary, Params: params}, func(n *yaml.Node, _ Env) (sim.Policy, error) {
 			var p QueueParams
 			if err := DecodeParams(n, &p); err != nil {
 				return nil, err

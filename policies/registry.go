@@ -2,6 +2,7 @@ package policies
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -10,9 +11,23 @@ import (
 	"github.com/gpusim/gpusim/sim"
 )
 
+// Env is what a policy factory may know about its surroundings.
+type Env struct {
+	// BaseDir resolves relative file paths in params (the scenario's directory).
+	BaseDir string
+}
+
+// Resolve makes p relative to BaseDir (absolute paths unchanged).
+func (e Env) Resolve(p string) string {
+	if p == "" || filepath.IsAbs(p) || e.BaseDir == "" {
+		return p
+	}
+	return filepath.Join(e.BaseDir, p)
+}
+
 // Factory builds a policy from its YAML params (nil when none were given). It must
 // validate the params and return an error naming the bad one.
-type Factory func(params *yaml.Node) (sim.Policy, error)
+type Factory func(params *yaml.Node, env Env) (sim.Policy, error)
 
 // Info describes a registered policy for `gpusim policies`.
 type Info struct {
@@ -59,15 +74,29 @@ func Names() []string {
 // Known reports whether name is registered.
 func Known(name string) bool { _, ok := registry[name]; return ok }
 
-// New builds the named policy with params.
+// New builds the named policy with params (relative paths resolve against the
+// working directory).
 func New(name string, params *yaml.Node) (sim.Policy, error) {
+	return NewWithEnv(name, params, Env{})
+}
+
+// NewWithEnv builds the named policy with params in env.
+func NewWithEnv(name string, params *yaml.Node, env Env) (sim.Policy, error) {
 	e, ok := registry[name]
 	if !ok {
 		return nil, fmt.Errorf("unknown policy %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
-	p, err := e.f(params)
+	p, err := e.f(params, env)
 	if err != nil {
 		return nil, fmt.Errorf("policy %q: %w", name, err)
 	}
 	return p, nil
 }
+
+// ConfigError is a problem with a policy's configuration or with how the workload
+// maps onto it (e.g. a job's queue names no LocalQueue), found while running. The
+// CLI reports it as invalid input (exit code 2).
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }

@@ -120,7 +120,7 @@ func (s *Scenario) Jobs(c *sim.Cluster) ([]sim.JobSpec, *traces.ImportReport, er
 // Policy builds the policy of spec i (a fresh instance per run).
 func (s *Scenario) Policy(i int) (sim.Policy, error) {
 	p := &s.Policies[i]
-	pol, err := policies.New(p.Name, paramsNode(p))
+	pol, err := policies.NewWithEnv(p.Name, paramsNode(p), policies.Env{BaseDir: s.dir})
 	if err != nil {
 		return nil, s.fieldErr(fmt.Sprintf("policies[%d]", i), err)
 	}

@@ -133,7 +133,7 @@ func (s *Scenario) validate() sim.FieldErrors {
 		if !validLabel(p.DisplayName()) {
 			fe.Add(path+".label", "must use only letters, digits, '.', '_' and '-' (it names an output directory)")
 		}
-		if _, err := policies.New(p.Name, paramsNode(p)); err != nil {
+		if _, err := policies.NewWithEnv(p.Name, paramsNode(p), policies.Env{BaseDir: s.dir}); err != nil {
 			fe.Add(path+".params", "%v", err)
 		}
 	}

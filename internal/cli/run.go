@@ -17,6 +17,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/scenarios"
 	"github.com/gpusim/gpusim/sim"
 	"github.com/gpusim/gpusim/traces"
@@ -110,8 +111,9 @@ func classifyRunError(err error) error {
 	var se *scenarios.Error
 	var re *traces.RowError
 	var pe *fs.PathError
+	var ce *policies.ConfigError
 	switch {
-	case errors.As(err, &se), errors.As(err, &re), errors.As(err, &pe):
+	case errors.As(err, &se), errors.As(err, &re), errors.As(err, &pe), errors.As(err, &ce):
 		return UsageError(err)
 	case errors.Is(err, context.Canceled):
 		return RuntimeError(fmt.Errorf("interrupted"))
