@@ -271,7 +271,34 @@ func (p *Plan) validate() fieldErrs {
 			fe.add("env", "invalid variable name %q", k)
 		}
 	}
+	if n := p.cellCount(); n > MaxCells {
+		fe.add("workloads", "the plan has %.0f cells (modes x repetitions x groups), more than %d; use fewer workloads, group sizes or repetitions", n, MaxCells)
+	}
 	return fe
+}
+
+// MaxCells bounds the number of cells of a plan.
+const MaxCells = 100000
+
+// cellCount is the number of cells Cells would return (as a float: no overflow).
+func (p *Plan) cellCount() float64 {
+	n := float64(len(p.Workloads))
+	groups := n // alone
+	sizes := map[int]bool{}
+	for _, s := range p.GroupSizes {
+		sizes[s] = true
+	}
+	for k := 2; k <= 3; k++ {
+		if sizes[k] {
+			// multisets of size k from n: C(n+k-1, k)
+			c := 1.0
+			for i := 0; i < k; i++ {
+				c = c * (n + float64(k-1-i)) / float64(i+1)
+			}
+			groups += c
+		}
+	}
+	return float64(len(p.Modes)) * float64(max(p.Repetitions, 0)) * groups
 }
 
 // Hash identifies what a measurement depends on (GPU, MIG instances, warm-up and

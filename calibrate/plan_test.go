@@ -29,6 +29,9 @@ workloads:
 	if d := cmp.Diff([]string{"/bin/sh", "-c", "echo hi"}, []string(p.Workloads[0].Command)); d != "" {
 		t.Error(d)
 	}
+	if p.cellCount() != 18 {
+		t.Errorf("cellCount %v, want 18", p.cellCount())
+	}
 	var ids []string
 	for _, c := range p.Cells() {
 		ids = append(ids, c.ID())
@@ -96,6 +99,7 @@ workloads:
 		{"apiVersion: gpusim/v1alpha1\nkind: CalibrationPlan\nmeasure: soon\n", "p.yaml"},
 		{"apiVersion: gpusim/v1alpha1\nkind: CalibrationPlan\nmeasure: 1s\nworkloads: [{name: a, command: {x: 1}}]\n", "command must be a string or a list"},
 		{"kind: Other\n", `kind: must be "CalibrationPlan"`},
+		{"apiVersion: gpusim/v1alpha1\nkind: CalibrationPlan\nmeasure: 1s\nrepetitions: 1000000\nworkloads: [{name: a, command: x}]\n", "more than 100000"},
 	} {
 		_, err := ParsePlan("p.yaml", []byte(tc.doc))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -134,4 +138,23 @@ func TestExamplePlanParses(t *testing.T) {
 	if len(p.Workloads) != 5 {
 		t.Errorf("example plan has %d workloads, want the 5 reference workloads", len(p.Workloads))
 	}
+}
+
+// FuzzParsePlan: the plan parser never panics, and a parsed plan's cells are
+// well formed.
+func FuzzParsePlan(f *testing.F) {
+	f.Add([]byte("apiVersion: gpusim/v1alpha1\nkind: CalibrationPlan\nmeasure: 1s\nworkloads: [{name: a, command: x}]\n"))
+	f.Add([]byte("apiVersion: gpusim/v1alpha1\nkind: CalibrationPlan\nmeasure: 1s\ngroupSizes: [3]\nmodes: [mig, mps]\nworkloads: [{name: a, command: [x, y], progress: {regex: 'a(b)'}}, {name: b, command: z}]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := ParsePlan("fuzz.yaml", data)
+		if err != nil {
+			return
+		}
+		for _, c := range p.Cells() {
+			if len(c.Members) < 1 || len(c.Members) > 3 || p.workload(c.Members[0]) == nil {
+				t.Fatalf("bad cell %+v", c)
+			}
+		}
+		_ = p.Hash()
+	})
 }

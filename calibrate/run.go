@@ -168,6 +168,15 @@ func checkModes(p *Plan, dev DeviceInfo) ([]string, error) {
 		case ModeMIG:
 			if len(p.MIG.Instances) > 0 {
 				inst = p.MIG.Instances
+				have := map[string]bool{}
+				for _, mi := range dev.MIGInstances {
+					have[mi.UUID] = true
+				}
+				for _, u := range inst {
+					if !have[u] {
+						return nil, fmt.Errorf("mode mig: mig.instances: %s is not an existing MIG instance of GPU %d", u, dev.Index)
+					}
+				}
 			} else {
 				if !dev.MIGEnabled {
 					return nil, fmt.Errorf("mode mig: GPU %d is not in MIG mode (gpusim never changes MIG mode; enable it and create instances first, or list mig.instances)", dev.Index)

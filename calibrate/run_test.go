@@ -456,7 +456,8 @@ func TestRunRefusesMIGMismatch(t *testing.T) {
 	for _, tc := range []struct{ body, want string }{
 		{"gpu: 7\nmodes: [timeslice]\n", "is in MIG mode"},
 		{"gpu: 0\nmodes: [mig]\n", "not in MIG mode"},
-		{"gpu: 7\nmodes: [mig]\ngroupSizes: [3]\nmig: {instances: [MIG-a, MIG-b]}\n", "need 3 MIG instances"},
+		{"gpu: 7\nmodes: [mig]\ngroupSizes: [3]\nmig: {instances: [MIG-fa4e0007-0000-4000-8000-000000000000, MIG-fa4e0007-0000-4000-8000-000000000001]}\n", "need 3 MIG instances"},
+		{"gpu: 7\nmodes: [mig]\nmig: {instances: [MIG-a, MIG-b]}\n", "MIG-a is not an existing MIG instance"},
 		{"gpu: 9\n", "has 8 GPU(s)"},
 	} {
 		p := f.plan(t, tc.body+"measure: 1s\nworkloads:\n  - {name: a, command: 'true'}\n")
