@@ -144,6 +144,9 @@ func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, jobs []sim.
 	}
 	label := s.Policies[i].DisplayName()
 	cfg := s.Config()
+	if cfg.Speed, err = s.Speed(); err != nil {
+		return PolicyRun{}, err
+	}
 	cfg.Cluster = cluster
 	cfg.Jobs = jobs
 	cfg.Policy = pol

@@ -44,6 +44,9 @@ type Scenario struct {
 	Cluster     ClusterSpec  `yaml:"cluster"`
 	Workload    WorkloadSpec `yaml:"workload"`
 	Policies    []PolicySpec `yaml:"policies"`
+	// SpeedModel, when present and enabled, makes job speed depend on placement
+	// (see SpeedModelSpec).
+	SpeedModel *SpeedModelSpec `yaml:"speedModel"`
 
 	file string     // path it was read from ("" when embedded)
 	dir  string     // base directory for relative paths
@@ -226,7 +229,7 @@ func Parse(data []byte, file string, sets []string) (*Scenario, error) {
 		return nil, &Error{File: errFile, Problems: []Problem{p}}
 	}
 	sc.setDefaults()
-	if fe := sc.validate(); len(fe) > 0 {
+	if fe := append(sc.validate(), sc.validateSpeed()...); len(fe) > 0 {
 		return nil, sc.problems(fe)
 	}
 	return sc, nil
