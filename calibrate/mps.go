@@ -52,6 +52,9 @@ func (m *ExecMPS) run(ctx context.Context, stdin string, args ...string) error {
 	cmd.Stdin = strings.NewReader(stdin)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	// "-d" forks the daemon; should it keep our output pipe open, do not wait
+	// for it beyond the control process's own exit.
+	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%s %s: %w: %s", m.Command, strings.Join(args, " "), err, strings.TrimSpace(out.String()))
 	}

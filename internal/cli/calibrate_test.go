@@ -3,10 +3,16 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gpusim/gpusim/calibrate"
 	"github.com/gpusim/gpusim/calibrate/nvml"
@@ -162,4 +168,120 @@ func TestCalibrateTelemetryFake(t *testing.T) {
 	if st, err := os.Stat(out); err != nil || st.Size() == 0 {
 		t.Errorf("telemetry file: %v", err)
 	}
+}
+
+// TestCalibrateHelperProcess is not a real test: re-executed by
+// TestCalibrateInterruptResume, it runs the gpusim command line in a child
+// process so the test can send it a real SIGINT.
+func TestCalibrateHelperProcess(t *testing.T) {
+	args := os.Getenv("GPUSIM_CAL_HELPER_ARGS")
+	if args == "" {
+		t.Skip("helper process only")
+	}
+	os.Exit(Main(strings.Split(args, "\x1f"), os.Stdin, os.Stdout, os.Stderr))
+}
+
+// Ctrl-C in the middle of `calibrate run`: gpusim exits 1, kills every workload
+// process group, and a second run resumes without re-measuring finished cells.
+func TestCalibrateInterruptResume(t *testing.T) {
+	dir := t.TempDir()
+	pids := filepath.Join(dir, "pids")
+	os.Mkdir(pids, 0o755)
+	plan := shellPlan(t, "")
+	b, _ := os.ReadFile(plan)
+	// Each workload shell records its pid (= its process group id) first.
+	text := strings.Replace(string(b), "command: 'i=0;", "command: 'echo x > "+pids+"/$$; i=0;", 1)
+	text = strings.Replace(text, "modes: [timeslice, mps]", "modes: [timeslice]", 1)
+	text = strings.Replace(text, "repetitions: 1", "repetitions: 3", 1)
+	os.WriteFile(plan, []byte(text), 0o644)
+	out := filepath.Join(dir, "out")
+	helper := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCalibrateHelperProcess$")
+		cmd.Env = append(os.Environ(), "GPUSIM_CAL_HELPER_ARGS="+strings.Join([]string{"calibrate", "run", "--fake", plan, "-o", out}, "\x1f"))
+		return cmd
+	}
+	cmd := helper()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Interrupt once the first cell is journaled and the second is running.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if jb, _ := os.ReadFile(filepath.Join(out, "journal.jsonl")); strings.Count(string(jb), "\n") >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no cell journaled: %s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitRuntime || !strings.Contains(stderr.String(), "interrupted") {
+		t.Fatalf("interrupted run: %v\n%s", err, stderr.String())
+	}
+	ents, _ := os.ReadDir(pids)
+	if len(ents) < 2 {
+		t.Fatalf("only %d workload processes recorded", len(ents))
+	}
+	for _, e := range ents {
+		pgid, _ := strconv.Atoi(e.Name())
+		if groupHasLive(pgid) {
+			t.Errorf("process group %d still has running processes after Ctrl-C", pgid)
+		}
+	}
+	jb, _ := os.ReadFile(filepath.Join(out, "journal.jsonl"))
+	done := strings.Count(string(jb), `"status":"ok"`)
+
+	cmd = helper()
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("resume: %v\n%s", err, stderr.String())
+	}
+	if want := fmt.Sprintf("%d measured now, %d resumed", 6-done, done); !strings.Contains(stdout.String(), want) {
+		t.Errorf("resume output %q, want %q", stdout.String(), want)
+	}
+	jb, _ = os.ReadFile(filepath.Join(out, "journal.jsonl"))
+	seen := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(jb)), "\n")[1:] {
+		var r calibrate.CellResult
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		seen[r.ID]++
+	}
+	if len(seen) != 6 {
+		t.Errorf("journal cells %v, want 6", seen)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("cell %s measured %d times", id, n)
+		}
+	}
+}
+
+// groupHasLive reports whether process group pgid has a non-zombie process.
+func groupHasLive(pgid int) bool {
+	if errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) {
+		return false
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
+			return true
+		}
+	}
+	return false
 }
