@@ -3,6 +3,7 @@ package calibrate
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -55,7 +56,7 @@ func (m *ExecMPS) run(ctx context.Context, stdin string, args ...string) error {
 	// "-d" forks the daemon; should it keep our output pipe open, do not wait
 	// for it beyond the control process's own exit.
 	cmd.WaitDelay = 2 * time.Second
-	if err := cmd.Run(); err != nil {
+	if err := cmd.Run(); err != nil && !errors.Is(err, exec.ErrWaitDelay) {
 		return fmt.Errorf("%s %s: %w: %s", m.Command, strings.Join(args, " "), err, strings.TrimSpace(out.String()))
 	}
 	return nil
