@@ -82,3 +82,95 @@ func DecodeParams(n *yaml.Node, out any) error {
 	}
 	return nil
 }
+
+// CheckFields reports every mapping key under n that has no matching yaml field in
+// the Go type of out (recursively through structs, pointers, slices and maps), as
+// "line N: path: unknown field". Structs with an `,inline` map accept any key.
+func CheckFields(n *yaml.Node, out any) []error {
+	var errs []error
+	checkFields(n, reflect.TypeOf(out), "", &errs)
+	return errs
+}
+
+func checkFields(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
+	if n == nil {
+		return
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == reflect.TypeOf(yaml.Node{}) {
+		return // raw YAML: checked by whoever decodes it
+	}
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		checkFields(n.Content[0], t, path, errs)
+		return
+	}
+	if n.Kind == yaml.AliasNode {
+		return
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return // type mismatch: yaml.Decode reports it
+		}
+		fields := map[string]reflect.Type{}
+		inlineMap := false
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			parts := strings.Split(f.Tag.Get("yaml"), ",")
+			name := parts[0]
+			isInline := false
+			for _, o := range parts[1:] {
+				if o == "inline" {
+					isInline = true
+				}
+			}
+			if isInline {
+				if f.Type.Kind() == reflect.Map {
+					inlineMap = true
+				}
+				continue
+			}
+			if name == "-" {
+				continue
+			}
+			if name == "" {
+				name = strings.ToLower(f.Name)
+			}
+			fields[name] = f.Type
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if path != "" {
+				p = path + "." + k.Value
+			}
+			ft, ok := fields[k.Value]
+			if !ok {
+				if !inlineMap {
+					*errs = append(*errs, fmt.Errorf("line %d: %s: unknown field", k.Line, p))
+				}
+				continue
+			}
+			checkFields(v, ft, p, errs)
+		}
+	case reflect.Slice, reflect.Array:
+		if n.Kind != yaml.SequenceNode {
+			return
+		}
+		for i, c := range n.Content {
+			checkFields(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), errs)
+		}
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			checkFields(n.Content[i+1], t.Elem(), path+"."+n.Content[i].Value, errs)
+		}
+	}
+}

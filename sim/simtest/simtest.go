@@ -47,6 +47,9 @@ func (b *JobBuilder) Models(m ...string) *JobBuilder { b.s.GPUModels = m; return
 // CPU sets CPU millicores per replica.
 func (b *JobBuilder) CPU(m int64) *JobBuilder { b.s.CPUMilli = m; return b }
 
+// Queue sets the queue.
+func (b *JobBuilder) Queue(q string) *JobBuilder { b.s.Queue = q; return b }
+
 // Obj returns the spec.
 func (b *JobBuilder) Obj() sim.JobSpec { return b.s }
 

@@ -1,0 +1,474 @@
+package kueue
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/sim"
+)
+
+// Params are the kueue policy's scenario parameters.
+type Params struct {
+	// Manifests is a file or directory of real Kueue YAML (ResourceFlavor,
+	// ClusterQueue, Cohort, LocalQueue, WorkloadPriorityClass, Topology;
+	// kueue.x-k8s.io/v1beta1 or v1beta2), relative to the scenario file.
+	Manifests string `yaml:"manifests"`
+	// Inline holds the same YAML in the scenario itself (multi-document string).
+	Inline string `yaml:"inline"`
+	// QueueMapping maps a job's trace queue to a LocalQueue ("name" in namespace
+	// "default", or "namespace/name"). Jobs whose queue is not in Map use the queue
+	// value itself, then Default.
+	QueueMapping struct {
+		Default string            `yaml:"default"`
+		Map     map[string]string `yaml:"map"`
+	} `yaml:"queueMapping"`
+	// PriorityClassByJobClass gives jobs of a class the value of a
+	// WorkloadPriorityClass (otherwise the trace priority is the Kueue priority).
+	PriorityClassByJobClass map[string]string `yaml:"priorityClassByJobClass"`
+	// FlavorModels lists the GPU models (or pool names) of a ResourceFlavor's nodes.
+	// Without it a flavor's nodeLabels values are matched against node GPU models
+	// and pool names; a flavor without nodeLabels matches every node.
+	FlavorModels map[string][]string `yaml:"flavorModels"`
+	// EvictionGracePeriod is how long a preempted workload keeps running (and
+	// holding quota) after Kueue evicts it: the pods' termination grace period
+	// (default 30s, Kubernetes' terminationGracePeriodSeconds default).
+	EvictionGracePeriod *policies.Dur `yaml:"evictionGracePeriod"`
+	// Placement chooses nodes for admitted workloads (kube-scheduler's role):
+	// first-fit (default), best-fit or spread.
+	Placement string `yaml:"placement"`
+}
+
+// DefaultEvictionGrace is the default eviction grace period.
+const DefaultEvictionGrace = 30 * sim.Second
+
+func init() {
+	policies.Register(policies.Info{Name: "kueue",
+		Summary: "Kueue admission: ClusterQueues with nominal/borrowing/lending quota per flavor, (hierarchical) cohorts, StrictFIFO/BestEffortFIFO, one head per queue per cycle, classical preemption with fill-back; from real Kueue manifests.",
+		Params:  "manifests (file/dir) or inline; queueMapping; priorityClassByJobClass; flavorModels; evictionGracePeriod (30s); placement"},
+		func(n *yaml.Node, env policies.Env) (sim.Policy, error) {
+			var p Params
+			if err := policies.DecodeParams(n, &p); err != nil {
+				return nil, err
+			}
+			return New(p, env)
+		})
+}
+
+type mode uint8
+
+const (
+	modeNoFit mode = iota
+	modePreempt
+	modeFit
+)
+
+type frQ struct {
+	fr int
+	q  int64
+}
+
+type wlState uint8
+
+const (
+	wlPending wlState = iota
+	wlAdmitted
+	wlRunning
+	wlDone
+)
+
+// workload is Kueue's view of a job.
+type workload struct {
+	job      *sim.Job
+	cq       *clusterQueue
+	prio     int32
+	state    wlState
+	assign   []frQ    // quota held while admitted
+	models   []string // GPU models allowed by the assigned flavors (nil = job's own)
+	admitSeq int64
+	evicting bool // preempted, terminating
+	waitVict int  // victims this preemptor waits for
+	parked   bool
+}
+
+type group struct {
+	covered []string
+	flavors []int // flavor indexes
+}
+
+type clusterQueue struct {
+	name       string
+	node       *qnode
+	strict     bool
+	within     string
+	reclaim    string
+	bwc        string
+	bwcThresh  *int32
+	canBorrow  string // whenCanBorrow
+	canPreempt string // whenCanPreempt
+	groups     []group
+	heap       []*workload
+	parked     []*workload
+	admitted   []*workload // by admission order
+}
+
+// Kueue is the kueue policy. See the package documentation for what is simulated.
+type Kueue struct {
+	p          Params
+	m          *Manifests
+	flavors    []string
+	flavMods   [][]string // allowed node models (nil = all)
+	frIndex    map[[2]string]int
+	cqs        []*clusterQueue
+	cqByName   map[string]*clusterQueue
+	lqToCQ     map[string]*clusterQueue
+	wls        []*workload
+	grace      sim.Duration
+	placer     policies.Placer
+	pl         policies.Placement
+	seq        int64
+	pendingPl  []*workload // admitted, waiting for placement, in admission order
+	evictions  []eviction
+	tmp        sim.Job
+	warnings   []string
+	pendingErr error
+}
+
+type eviction struct {
+	w  *workload // the victim
+	by *workload // the preemptor waiting for it
+	at sim.Time
+}
+
+// New builds the policy from params (manifests resolved against env).
+func New(p Params, env policies.Env) (*Kueue, error) {
+	var m *Manifests
+	var err error
+	switch {
+	case p.Manifests != "" && p.Inline != "":
+		return nil, fmt.Errorf("manifests: give either manifests or inline, not both")
+	case p.Manifests != "":
+		m, err = LoadManifests(env.Resolve(p.Manifests))
+	case p.Inline != "":
+		m, err = ParseManifests("inline", []byte(p.Inline))
+	default:
+		return nil, fmt.Errorf("manifests: required (a file or directory of Kueue YAML), or inline")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("manifests: %w", err)
+	}
+	k := &Kueue{p: p, m: m, frIndex: map[[2]string]int{}, cqByName: map[string]*clusterQueue{}, lqToCQ: map[string]*clusterQueue{}, grace: DefaultEvictionGrace}
+	if p.EvictionGracePeriod != nil {
+		k.grace = sim.Duration(*p.EvictionGracePeriod)
+	}
+	if k.placer, err = policies.NewPlacer(p.Placement); err != nil {
+		return nil, fmt.Errorf("placement: %w", err)
+	}
+	for name := range p.PriorityClassByJobClass {
+		if _, err := sim.ParseClass(name); err != nil {
+			return nil, fmt.Errorf("priorityClassByJobClass: %v", err)
+		}
+		if _, ok := m.PriorityValues[p.PriorityClassByJobClass[name]]; !ok {
+			return nil, fmt.Errorf("priorityClassByJobClass.%s: WorkloadPriorityClass %q not found", name, p.PriorityClassByJobClass[name])
+		}
+	}
+	if err := k.build(); err != nil {
+		return nil, err
+	}
+	k.warnings = m.Warnings
+	return k, nil
+}
+
+// Name returns "kueue".
+func (k *Kueue) Name() string { return "kueue" }
+
+// Warnings lists manifest fields and objects that were read but are not simulated.
+func (k *Kueue) Warnings() []string { return k.warnings }
+
+func (k *Kueue) fr(flavor int, res string) int {
+	key := [2]string{k.flavors[flavor], res}
+	if i, ok := k.frIndex[key]; ok {
+		return i
+	}
+	i := len(k.frIndex)
+	k.frIndex[key] = i
+	return i
+}
+
+// build turns the manifests into the quota tree.
+func (k *Kueue) build() error {
+	m := k.m
+	fIdx := map[string]int{}
+	for _, name := range sortedKeys(m.Flavors) {
+		fIdx[name] = len(k.flavors)
+		k.flavors = append(k.flavors, name)
+		var models []string
+		if ms, ok := k.p.FlavorModels[name]; ok {
+			models = ms
+		} else {
+			for _, lk := range sortedKeys(m.Flavors[name].NodeLabels) {
+				models = append(models, m.Flavors[name].NodeLabels[lk])
+			}
+		}
+		k.flavMods = append(k.flavMods, models)
+	}
+	for name := range k.p.FlavorModels {
+		if _, ok := fIdx[name]; !ok {
+			return fmt.Errorf("flavorModels: ResourceFlavor %q not found", name)
+		}
+	}
+	// Register every flavor-resource pair first so vectors have a fixed size.
+	rgs := func(list []ResourceGroup) {
+		for _, g := range list {
+			for _, f := range g.Flavors {
+				for _, r := range g.CoveredResources {
+					k.fr(fIdx[f.Name], r)
+				}
+			}
+		}
+	}
+	for _, n := range sortedKeys(m.ClusterQueues) {
+		rgs(m.ClusterQueues[n].ResourceGroups)
+	}
+	for _, n := range sortedKeys(m.Cohorts) {
+		rgs(m.Cohorts[n].ResourceGroups)
+	}
+	nfr := len(k.frIndex)
+	setQuotas := func(node *qnode, list []ResourceGroup) {
+		for _, g := range list {
+			for _, f := range g.Flavors {
+				for _, r := range f.Resources {
+					i := k.fr(fIdx[f.Name], r.Name)
+					node.nominal[i], _ = parseQuantity(r.Name, r.NominalQuota)
+					if r.BorrowingLimit != nil {
+						node.borrowLim[i], _ = parseQuantity(r.Name, *r.BorrowingLimit)
+					}
+					if r.LendingLimit != nil {
+						node.lendLim[i], _ = parseQuantity(r.Name, *r.LendingLimit)
+					}
+				}
+			}
+		}
+	}
+	cohorts := map[string]*qnode{}
+	var cohort func(name string, path []string) (*qnode, error)
+	cohort = func(name string, path []string) (*qnode, error) {
+		if c, ok := cohorts[name]; ok {
+			return c, nil
+		}
+		if slices.Contains(path, name) {
+			return nil, fmt.Errorf("cohort cycle: %s -> %s", strings.Join(path, " -> "), name)
+		}
+		c := newQNode(name, false, nfr)
+		cohorts[name] = c
+		if spec, ok := m.Cohorts[name]; ok {
+			setQuotas(c, spec.ResourceGroups)
+			if spec.ParentName != "" {
+				p, err := cohort(spec.ParentName, append(path, name))
+				if err != nil {
+					return nil, err
+				}
+				c.parent = p
+				p.children = append(p.children, c)
+			}
+		}
+		return c, nil
+	}
+	for _, name := range sortedKeys(m.Cohorts) {
+		if _, err := cohort(name, nil); err != nil {
+			return err
+		}
+	}
+	for _, name := range sortedKeys(m.ClusterQueues) {
+		spec := m.ClusterQueues[name]
+		cq := &clusterQueue{name: name, node: newQNode(name, true, nfr), strict: spec.QueueingStrategy == "StrictFIFO",
+			within: "Never", reclaim: "Never", bwc: "Never", canBorrow: "MayStopSearch", canPreempt: "TryNextFlavor"}
+		setQuotas(cq.node, spec.ResourceGroups)
+		if pr := spec.Preemption; pr != nil {
+			cq.within = orDefault(pr.WithinClusterQueue, "Never")
+			cq.reclaim = orDefault(pr.ReclaimWithinCohort, "Never")
+			if pr.BorrowWithinCohort != nil {
+				cq.bwc = orDefault(pr.BorrowWithinCohort.Policy, "Never")
+				cq.bwcThresh = pr.BorrowWithinCohort.MaxPriorityThreshold
+			}
+		}
+		if f := spec.FlavorFungibility; f != nil {
+			cq.canBorrow = orDefault(strings.Replace(f.WhenCanBorrow, "Borrow", "MayStopSearch", 1), "MayStopSearch")
+			cq.canPreempt = orDefault(strings.Replace(f.WhenCanPreempt, "Preempt", "MayStopSearch", 1), "TryNextFlavor")
+		}
+		for _, g := range spec.ResourceGroups {
+			gr := group{covered: g.CoveredResources}
+			for _, f := range g.Flavors {
+				gr.flavors = append(gr.flavors, fIdx[f.Name])
+			}
+			cq.groups = append(cq.groups, gr)
+		}
+		if spec.CohortName != "" {
+			c, err := cohort(spec.CohortName, nil)
+			if err != nil {
+				return err
+			}
+			cq.node.parent = c
+			c.children = append(c.children, cq.node)
+		}
+		k.cqs = append(k.cqs, cq)
+		k.cqByName[name] = cq
+	}
+	roots := map[*qnode]bool{}
+	for _, cq := range k.cqs {
+		roots[cq.node.root()] = true
+	}
+	for r := range roots {
+		r.computeQuotas()
+	}
+	for key, lq := range m.LocalQueues {
+		k.lqToCQ[key] = k.cqByName[lq.ClusterQueue]
+	}
+	return nil
+}
+
+func orDefault(v, d string) string {
+	if v == "" {
+		return d
+	}
+	return v
+}
+
+// localQueue resolves a job's LocalQueue key.
+func (k *Kueue) localQueue(j *sim.Job) (*clusterQueue, error) {
+	q := j.Spec.Queue
+	if mapped, ok := k.p.QueueMapping.Map[q]; ok {
+		q = mapped
+	}
+	try := func(name string) *clusterQueue {
+		if name == "" {
+			return nil
+		}
+		if !strings.Contains(name, "/") {
+			name = "default/" + name
+		}
+		return k.lqToCQ[name]
+	}
+	if cq := try(q); cq != nil {
+		return cq, nil
+	}
+	if cq := try(k.p.QueueMapping.Default); cq != nil {
+		return cq, nil
+	}
+	return nil, &policies.ConfigError{Err: fmt.Errorf("job %s: queue %q matches no LocalQueue (known: %s); set params.queueMapping", j.Spec.ID, j.Spec.Queue, strings.Join(sortedKeys(k.m.LocalQueues), ", "))}
+}
+
+// requests returns the workload's total request per resource name.
+func requests(s *sim.JobSpec) map[string]int64 {
+	r := map[string]int64{}
+	if s.GPUsPerReplica > 0 {
+		r[ResGPU] = int64(s.Replicas) * int64(s.GPUsPerReplica) // a shared GPU counts as one (extended resources are integers)
+	}
+	if s.CPUMilli > 0 {
+		r[ResCPU] = int64(s.Replicas) * s.CPUMilli
+	}
+	if s.MemoryMiB > 0 {
+		r[ResMemory] = int64(s.Replicas) * s.MemoryMiB
+	}
+	return r
+}
+
+func (k *Kueue) less(a, b *workload) bool {
+	if a.prio != b.prio {
+		return a.prio > b.prio
+	}
+	if a.job.Spec.Submit != b.job.Spec.Submit {
+		return a.job.Spec.Submit < b.job.Spec.Submit
+	}
+	return a.job.Ref < b.job.Ref
+}
+
+func (k *Kueue) push(w *workload) {
+	cq := w.cq
+	i := sort.Search(len(cq.heap), func(i int) bool { return k.less(w, cq.heap[i]) })
+	cq.heap = slices.Insert(cq.heap, i, w)
+}
+
+func (k *Kueue) removeFromQueue(w *workload) {
+	cq := w.cq
+	if i := slices.Index(cq.heap, w); i >= 0 {
+		cq.heap = slices.Delete(cq.heap, i, i+1)
+	}
+	if i := slices.Index(cq.parked, w); i >= 0 {
+		cq.parked = slices.Delete(cq.parked, i, i+1)
+		w.parked = false
+	}
+}
+
+// unpark returns every parked workload of the cohort tree containing cq to its
+// queue (BestEffortFIFO requeues inadmissible workloads on relevant events).
+func (k *Kueue) unpark(cq *clusterQueue) {
+	root := cq.node.root()
+	for _, c := range k.cqs {
+		if c.node.root() != root || len(c.parked) == 0 {
+			continue
+		}
+		for _, w := range c.parked {
+			w.parked = false
+			k.push(w)
+		}
+		c.parked = c.parked[:0]
+	}
+}
+
+// Observe keeps Kueue's workload state in step with the engine.
+func (k *Kueue) Observe(v *sim.View, e sim.Event) {
+	if k.wls == nil {
+		k.wls = make([]*workload, v.NumJobs())
+	}
+	j := v.Job(e.Job)
+	w := k.wls[e.Job]
+	switch e.Kind {
+	case sim.EvArrive:
+		cq, err := k.localQueue(j)
+		if err != nil {
+			k.wls[e.Job] = &workload{job: j, state: wlDone}
+			k.pendingErr = err
+			return
+		}
+		prio := j.Spec.Priority
+		if pc, ok := k.p.PriorityClassByJobClass[string(j.Spec.Class)]; ok {
+			prio = k.m.PriorityValues[pc]
+		}
+		w = &workload{job: j, cq: cq, prio: prio}
+		k.wls[e.Job] = w
+		k.push(w)
+	case sim.EvFinish, sim.EvKill, sim.EvTimeout:
+		if w != nil && w.state != wlDone {
+			k.release(w)
+			w.state = wlDone
+			k.unpark(w.cq)
+		}
+	case sim.EvPreempt:
+		// Our own eviction took effect: quota was released when it was applied.
+		if w != nil && w.state == wlPending && !slices.Contains(w.cq.heap, w) {
+			k.push(w)
+		}
+	}
+}
+
+// release gives a workload's quota back.
+func (k *Kueue) release(w *workload) {
+	if w.state != wlAdmitted && w.state != wlRunning {
+		return
+	}
+	for _, a := range w.assign {
+		w.cq.node.addUsage(a.fr, -a.q)
+	}
+	w.assign = w.assign[:0]
+	if i := slices.Index(w.cq.admitted, w); i >= 0 {
+		w.cq.admitted = slices.Delete(w.cq.admitted, i, i+1)
+	}
+	if i := slices.Index(k.pendingPl, w); i >= 0 {
+		k.pendingPl = slices.Delete(k.pendingPl, i, i+1)
+	}
+}

@@ -1,0 +1,169 @@
+package kueue
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/sim"
+	. "github.com/gpusim/gpusim/sim/simtest"
+)
+
+const twoTeams = `
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: default-flavor}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: team-a}
+spec:
+  cohort: org
+  preemption: {reclaimWithinCohort: RECLAIM}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: default-flavor
+      resources: [{name: nvidia.com/gpu, nominalQuota: 16}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: team-b}
+spec:
+  cohort: org
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: default-flavor
+      resources: [{name: nvidia.com/gpu, nominalQuota: 16}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: a, namespace: default}
+spec: {clusterQueue: team-a}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: b, namespace: default}
+spec: {clusterQueue: team-b}
+`
+
+func newKueue(t *testing.T, manifests string, grace sim.Duration) *Kueue {
+	t.Helper()
+	g := policies.Dur(grace)
+	k, err := New(Params{Inline: manifests, EvictionGracePeriod: &g}, policies.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func teamJobs() []sim.JobSpec {
+	var jobs []sim.JobSpec
+	for i := 0; i < 32; i++ {
+		jobs = append(jobs, MakeJob(fmt.Sprintf("b%02d", i)).Queue("b").Dur(1000).Obj())
+	}
+	for i := 0; i < 16; i++ {
+		jobs = append(jobs, MakeJob(fmt.Sprintf("a%02d", i)).Queue("a").At(10).Dur(100).Obj())
+	}
+	return jobs
+}
+
+// policies.md 7.4: two ClusterQueues of 16 GPUs in one cohort on 32 GPUs. B borrows
+// all 32 while A is idle; A then submits 16 one-GPU jobs at t=10. With
+// reclaimWithinCohort: Any the head starts one cycle plus the eviction grace period
+// later; A's queue head is sticky while its victim terminates (Kueue#6929), so
+// with a 30 s grace A's k-th job starts at 10+30(k+1) s, and with no grace all 16
+// start at once. With Never (or LowerPriority against equal priority) they wait
+// for B's jobs to finish at 1000 s.
+func TestReclaimWithinCohort(t *testing.T) {
+	for _, tc := range []struct {
+		reclaim string
+		grace   sim.Duration
+		wantA   func(k int) float64
+	}{
+		{"Any", 30 * sim.Second, func(k int) float64 { return 10 + 30*float64(k+1) }},
+		{"Any", 0, func(int) float64 { return 10 }},
+		{"Never", 30 * sim.Second, func(int) float64 { return 1000 }},
+		{"LowerPriority", 0, func(int) float64 { return 1000 }},
+	} {
+		t.Run(fmt.Sprintf("%s/grace=%v", tc.reclaim, tc.grace), func(t *testing.T) {
+			k := newKueue(t, strings.Replace(twoTeams, "RECLAIM", tc.reclaim, 1), tc.grace)
+			res := Run(t, Nodes(4, 8), k, teamJobs()...)
+			st := Starts(res)
+			for i := 0; i < 32; i++ {
+				if st[fmt.Sprintf("b%02d", i)] != 0 {
+					t.Fatalf("B's jobs should all start at 0 by borrowing: %v", st)
+				}
+			}
+			for i := 0; i < 16; i++ {
+				if got := st[fmt.Sprintf("a%02d", i)]; got != tc.wantA(i) {
+					t.Fatalf("a%02d started at %v, want %v\n%s", i, got, tc.wantA(i), Schedule(res))
+				}
+			}
+			preempted := 0
+			for i := range res.Jobs {
+				preempted += int(res.Jobs[i].Preempted)
+			}
+			if tc.reclaim == "Any" && preempted != 16 || tc.reclaim != "Any" && preempted != 0 {
+				t.Errorf("%d preemptions", preempted)
+			}
+		})
+	}
+}
+
+// One head per ClusterQueue per cycle, and later entries of the same cycle are
+// checked against earlier admissions: with StrictFIFO a head that does not fit
+// blocks its own queue but not the other queue.
+func TestStrictFIFOBlocksOnlyItsQueue(t *testing.T) {
+	m := strings.Replace(twoTeams, "RECLAIM", "Never", 1)
+	m = strings.Replace(m, "  cohort: org\n  preemption: {reclaimWithinCohort: Never}\n", "  queueingStrategy: StrictFIFO\n", 1)
+	m = strings.Replace(m, "  cohort: org\n", "", 1)
+	k := newKueue(t, m, 0)
+	jobs := []sim.JobSpec{
+		MakeJob("a-big").Queue("a").GPUs(8).Replicas(3).Dur(10).Obj(), // 24 GPUs > 16 quota: never fits
+		MakeJob("a-small").Queue("a").At(1).Dur(10).Obj(),
+		MakeJob("b-small").Queue("b").At(1).Dur(10).Obj(),
+	}
+	e, err := sim.NewEngine(sim.Config{Cluster: Cluster(t, Nodes(4, 8)), Jobs: jobs, Policy: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := Starts(res)
+	if st["a-small"] != -1 || st["b-small"] != 1 {
+		t.Errorf("StrictFIFO: a-small must stay blocked behind a-big, b-small must run: %v", st)
+	}
+}
+
+func TestBestEffortFIFOSkipsInadmissibleHead(t *testing.T) {
+	m := strings.Replace(twoTeams, "RECLAIM", "Never", 1)
+	k := newKueue(t, m, 0)
+	jobs := []sim.JobSpec{
+		MakeJob("a-big").Queue("a").GPUs(8).Replicas(5).Dur(10).Obj(), // 40 GPUs > 32 in the cohort
+		MakeJob("a-small").Queue("a").At(1).Dur(10).Obj(),
+	}
+	res := Run(t, Nodes(4, 8), k, jobs...)
+	if st := Starts(res); st["a-small"] != 1 {
+		t.Errorf("BestEffortFIFO: a-small should pass the inadmissible head: %v", st)
+	}
+}
+
+func TestManifestErrors(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: x}\nspec:\n  cohrt: y\n", "line 5: cohrt: unknown field"},
+		{"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: x}\nspec:\n  resourceGroups:\n  - coveredResources: [cpu]\n    flavors: [{name: nope, resources: [{name: cpu, nominalQuota: 1}]}]\n", `ResourceFlavor "nope" not found`},
+		{"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata: {name: f}\n---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: x}\nspec:\n  resourceGroups:\n  - coveredResources: [cpu]\n    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1x}]}]\n", `nominalQuota: invalid quantity "1x"`},
+		{"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata: {name: f}\n---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: x}\nspec:\n  resourceGroups:\n  - coveredResources: [cpu]\n    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1, borrowingLimit: 2}]}]\n", "only allowed when the queue has a cohort"},
+		{"apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\nmetadata: {name: q}\nspec: {clusterQueue: missing}\n", `spec.clusterQueue "missing" not found`},
+	} {
+		_, err := ParseManifests("m.yaml", []byte(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("want error containing %q, got %v", tc.want, err)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package kueue
+
+import (
+	"slices"
+	"sort"
+)
+
+// targets chooses victims for a preempting entry with Kueue's classical algorithm:
+// candidates from the preemptor's own ClusterQueue (withinClusterQueue) and from
+// borrowing ClusterQueues of its cohort tree (reclaimWithinCohort,
+// borrowWithinCohort), ordered other-queue first, lower priority first, most
+// recently admitted first, then id; removed one by one until the preemptor fits;
+// then a reverse fill-back pass drops victims that turned out unnecessary. The
+// quota tree is restored before returning.
+func (k *Kueue) targets(e *entry) []*workload {
+	w := e.w
+	C := w.cq
+	needs := func(x *workload) bool {
+		for _, a := range x.assign {
+			for _, b := range e.assign {
+				if a.fr == b.fr {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	var cands []*workload
+	cross := false
+	for _, cq := range k.cqs {
+		own := cq == C
+		if !own && (C.reclaim == "Never" || cq.node.root() != C.node.root() || C.node.parent == nil) {
+			continue
+		}
+		for _, x := range cq.admitted {
+			if x.evicting || !needs(x) {
+				continue
+			}
+			if own {
+				switch C.within {
+				case "LowerPriority":
+					if x.prio >= w.prio {
+						continue
+					}
+				case "LowerOrNewerEqualPriority":
+					if !(x.prio < w.prio || x.prio == w.prio && x.job.Spec.Submit > w.job.Spec.Submit) {
+						continue
+					}
+				default:
+					continue
+				}
+			} else {
+				if C.reclaim == "LowerPriority" && x.prio >= w.prio {
+					continue
+				}
+				cross = true
+			}
+			cands = append(cands, x)
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	sort.SliceStable(cands, func(a, b int) bool {
+		x, y := cands[a], cands[b]
+		if (x.cq != C) != (y.cq != C) {
+			return x.cq != C
+		}
+		if x.prio != y.prio {
+			return x.prio < y.prio
+		}
+		if x.admitSeq != y.admitSeq {
+			return x.admitSeq > y.admitSeq
+		}
+		return x.job.Ref < y.job.Ref
+	})
+	attempts := []bool{true}
+	if cross {
+		if C.bwc == "LowerPriority" {
+			attempts = []bool{true, false}
+		} else {
+			attempts = []bool{false, true}
+		}
+	}
+	for _, allowBorrow := range attempts {
+		var removed []*workload
+		found := false
+		for _, x := range cands {
+			if x.cq != C {
+				if !k.borrowingOn(x.cq, e.assign) {
+					continue // no longer above its nominal quota on what we need
+				}
+				if allowBorrow && !k.mayReclaimWhileBorrowing(C, w, x) {
+					continue
+				}
+			}
+			k.take(x, -1)
+			removed = append(removed, x)
+			if k.fits(C, e.assign, allowBorrow) {
+				found = true
+				break
+			}
+		}
+		if found {
+			// Fill-back: re-add victims in reverse order (except the last one);
+			// keep those the preemptor does not need gone.
+			for i := len(removed) - 2; i >= 0; i-- {
+				x := removed[i]
+				k.take(x, +1)
+				if k.fits(C, e.assign, allowBorrow) {
+					removed = slices.Delete(removed, i, i+1)
+					continue
+				}
+				k.take(x, -1)
+			}
+		}
+		for _, x := range removed {
+			k.take(x, +1)
+		}
+		if found {
+			return removed
+		}
+	}
+	return nil
+}
+
+// take adds (sign +1) or removes (-1) x's usage in the quota tree (what-if).
+func (k *Kueue) take(x *workload, sign int64) {
+	for _, a := range x.assign {
+		x.cq.node.addUsage(a.fr, sign*a.q)
+	}
+}
+
+func (k *Kueue) borrowingOn(cq *clusterQueue, assign []frQ) bool {
+	for _, a := range assign {
+		if cq.node.borrowing(a.fr) {
+			return true
+		}
+	}
+	return false
+}
+
+// mayReclaimWhileBorrowing: borrowWithinCohort lets a preemptor that will borrow
+// evict lower-priority workloads of other queues (at most maxPriorityThreshold).
+func (k *Kueue) mayReclaimWhileBorrowing(C *clusterQueue, w, x *workload) bool {
+	if C.bwc != "LowerPriority" || x.prio >= w.prio {
+		return false
+	}
+	return C.bwcThresh == nil || x.prio <= *C.bwcThresh
+}

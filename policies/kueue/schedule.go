@@ -1,0 +1,370 @@
+package kueue
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/gpusim/gpusim/sim"
+)
+
+// maxCyclesPerPoint bounds the back-to-back admission cycles run at one virtual
+// time (each real Kueue cycle takes milliseconds; a cycle that admits nothing ends
+// the sequence earlier).
+const maxCyclesPerPoint = 10000
+
+type entry struct {
+	w       *workload
+	mode    mode
+	assign  []frQ
+	models  []string
+	borrow  int // borrowing level (0 = within nominal)
+	targets []*workload
+}
+
+// Schedule runs due evictions, then admission cycles until one admits nothing,
+// then places admitted workloads on nodes (kube-scheduler's role).
+func (k *Kueue) Schedule(v *sim.View, p *sim.Plan) error {
+	if k.wls == nil {
+		k.wls = make([]*workload, v.NumJobs())
+	}
+	if k.pendingErr != nil {
+		return k.pendingErr
+	}
+	now := v.Now()
+	// 1. Evictions whose grace period is over: the victims terminate and release quota.
+	keep := k.evictions[:0]
+	for _, ev := range k.evictions {
+		if ev.at > now {
+			keep = append(keep, ev)
+			continue
+		}
+		if err := k.evict(p, ev); err != nil {
+			return err
+		}
+	}
+	k.evictions = keep
+	// 2. Admission cycles.
+	for c := 0; c < maxCyclesPerPoint; c++ {
+		if k.cycle(v, p) == 0 {
+			break
+		}
+	}
+	// 3. Placement of admitted workloads, in admission order.
+	c := v.Cluster()
+	for i := 0; i < len(k.pendingPl); {
+		w := k.pendingPl[i]
+		if k.place(c, w) {
+			if err := p.AddStart(w.job.Ref, k.pl.Nodes, k.pl.GPUs); err != nil {
+				return err
+			}
+			w.state = wlRunning
+			k.pendingPl = slices.Delete(k.pendingPl, i, i+1)
+			continue
+		}
+		p.Wait(w.job.Ref, capacityReason(c, w))
+		i++
+	}
+	for _, ev := range k.evictions {
+		p.Wake(ev.at)
+	}
+	return nil
+}
+
+// evict terminates a victim: quota is released, the job is preempted (requeued)
+// if it was running, and its queue's parked workloads get another chance.
+func (k *Kueue) evict(p *sim.Plan, ev eviction) error {
+	w := ev.w
+	w.evicting = false
+	if ev.by.waitVict > 0 {
+		ev.by.waitVict--
+	}
+	if w.state != wlAdmitted && w.state != wlRunning {
+		return nil // finished during its grace period
+	}
+	wasRunning := w.state == wlRunning
+	k.release(w)
+	w.state = wlPending
+	if wasRunning {
+		if err := p.AddPreempt(w.job.Ref, sim.PreemptRequeue, "kueue preemption"); err != nil {
+			return err
+		}
+	} else {
+		k.push(w)
+	}
+	k.unpark(w.cq)
+	return nil
+}
+
+// head returns the first workload of cq's queue (parked ones are not in it).
+func (k *Kueue) head(cq *clusterQueue) *workload {
+	if len(cq.heap) == 0 {
+		return nil
+	}
+	return cq.heap[0]
+}
+
+// cycle is one Kueue scheduling cycle: one head per ClusterQueue, nominate,
+// order, process (re-checking fit against admissions made earlier in the cycle).
+func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
+	var entries []*entry
+	for _, cq := range k.cqs {
+		w := k.head(cq)
+		if w == nil {
+			continue
+		}
+		if w.waitVict > 0 {
+			p.Wait(w.job.Ref, sim.ReasonPreempting) // sticky: waits for its victims
+			continue
+		}
+		entries = append(entries, k.nominate(v, w))
+	}
+	if len(entries) == 0 {
+		return 0
+	}
+	// Classical ordering: non-borrowing first, higher priority, older, id.
+	sort.SliceStable(entries, func(a, b int) bool {
+		ea, eb := entries[a], entries[b]
+		if ea.borrow != eb.borrow {
+			return ea.borrow < eb.borrow
+		}
+		return k.less(ea.w, eb.w)
+	})
+	claimed := map[*workload]bool{}
+	admitted := 0
+	now := v.Now()
+	for _, e := range entries {
+		w := e.w
+		switch e.mode {
+		case modeNoFit:
+			k.requeueInadmissible(w)
+			p.Wait(w.job.Ref, sim.ReasonQuota)
+			continue
+		case modePreempt:
+			targets := k.targets(e)
+			if len(targets) == 0 {
+				k.requeueInadmissible(w)
+				p.Wait(w.job.Ref, sim.ReasonQuota)
+				continue
+			}
+			overlap := false
+			for _, t := range targets {
+				overlap = overlap || claimed[t]
+			}
+			if overlap {
+				continue
+			}
+			for _, t := range targets {
+				claimed[t] = true
+				t.evicting = true
+				k.evictions = append(k.evictions, eviction{w: t, by: w, at: now.Add(k.grace)})
+			}
+			w.waitVict += len(targets)
+			p.Wait(w.job.Ref, sim.ReasonPreempting)
+			continue
+		}
+		if !k.fits(w.cq, e.assign, true) {
+			continue // stays at the head; retried next cycle
+		}
+		k.admit(w, e)
+		admitted++
+	}
+	// Zero grace: victims terminate within this scheduling point.
+	if k.grace == 0 {
+		keep := k.evictions[:0]
+		for _, ev := range k.evictions {
+			if ev.at <= now {
+				_ = k.evict(p, ev)
+				admitted++ // the sticky preemptor can now be admitted: run another cycle
+			} else {
+				keep = append(keep, ev)
+			}
+		}
+		k.evictions = keep
+	}
+	return admitted
+}
+
+func (k *Kueue) requeueInadmissible(w *workload) {
+	if w.cq.strict {
+		return // StrictFIFO: the head stays and blocks its queue
+	}
+	k.removeFromQueue(w)
+	w.parked = true
+	w.cq.parked = append(w.cq.parked, w)
+}
+
+func (k *Kueue) admit(w *workload, e *entry) {
+	k.removeFromQueue(w)
+	w.assign = append(w.assign[:0], e.assign...)
+	for _, a := range e.assign {
+		w.cq.node.addUsage(a.fr, a.q)
+	}
+	w.models = e.models
+	w.state = wlAdmitted
+	k.seq++
+	w.admitSeq = k.seq
+	w.cq.admitted = append(w.cq.admitted, w)
+	k.pendingPl = append(k.pendingPl, w)
+}
+
+// fits reports whether every (fr, q) fits cq's available quota; without
+// allowBorrow the queue must also stay within its nominal quota.
+func (k *Kueue) fits(cq *clusterQueue, assign []frQ, allowBorrow bool) bool {
+	for _, a := range assign {
+		if a.q > cq.node.available(a.fr) {
+			return false
+		}
+		if !allowBorrow && cq.node.usage[a.fr]+a.q > cq.node.subtree[a.fr] {
+			return false
+		}
+	}
+	return true
+}
+
+// nominate computes a flavor assignment (flavors tried in ClusterQueue order per
+// resource group, with flavorFungibility) and its mode.
+func (k *Kueue) nominate(v *sim.View, w *workload) *entry {
+	e := &entry{w: w, mode: modeFit}
+	req := requests(&w.job.Spec)
+	covered := map[string]bool{}
+	cq := w.cq
+	preemptEnabled := cq.within != "Never" || cq.reclaim != "Never"
+	var models []string
+	restricted := false
+	for _, g := range cq.groups {
+		var need []string
+		for _, r := range g.covered {
+			covered[r] = true
+			if req[r] > 0 {
+				need = append(need, r)
+			}
+		}
+		if len(need) == 0 {
+			continue
+		}
+		gpuGroup := req[ResGPU] > 0 && slices.Contains(need, ResGPU)
+		type cand struct {
+			m      mode
+			borrow int
+			assign []frQ
+			fl     int
+		}
+		var best *cand
+		chosen := (*cand)(nil)
+		for _, fl := range g.flavors {
+			if gpuGroup && !k.flavorAllowsJob(v, fl, &w.job.Spec) {
+				continue
+			}
+			c := &cand{m: modeFit, fl: fl}
+			for _, r := range need {
+				fr := k.fr(fl, r)
+				q := req[r]
+				c.assign = append(c.assign, frQ{fr, q})
+				switch {
+				case q <= cq.node.available(fr):
+					c.borrow = max(c.borrow, cq.node.borrowingLevel(fr, q))
+				case preemptEnabled && q <= cq.node.potentialAvailable(fr):
+					c.m = min(c.m, modePreempt)
+				default:
+					c.m = modeNoFit
+				}
+			}
+			if c.m == modeNoFit {
+				continue
+			}
+			if c.m == modeFit && (c.borrow == 0 || cq.canBorrow == "MayStopSearch") {
+				chosen = c
+				break
+			}
+			if c.m == modePreempt && cq.canPreempt == "MayStopSearch" {
+				chosen = c
+				break
+			}
+			// BorrowingOverPreemption: a borrowing fit beats a preemption.
+			if best == nil || c.m > best.m || c.m == best.m && c.borrow < best.borrow {
+				best = c
+			}
+		}
+		if chosen == nil {
+			chosen = best
+		}
+		if chosen == nil {
+			e.mode = modeNoFit
+			return e
+		}
+		e.mode = min(e.mode, chosen.m)
+		e.borrow = max(e.borrow, chosen.borrow)
+		e.assign = append(e.assign, chosen.assign...)
+		if gpuGroup {
+			if fm := k.flavMods[chosen.fl]; fm != nil {
+				restricted = true
+				models = fm
+			}
+		}
+	}
+	for r, q := range req {
+		if q > 0 && !covered[r] {
+			e.mode = modeNoFit // requests a resource its ClusterQueue does not cover
+			return e
+		}
+	}
+	if restricted {
+		e.models = models
+	}
+	return e
+}
+
+// flavorAllowsJob: the flavor's nodes must include a GPU model the job allows.
+func (k *Kueue) flavorAllowsJob(v *sim.View, fl int, s *sim.JobSpec) bool {
+	fm := k.flavMods[fl]
+	if fm == nil {
+		return true
+	}
+	c := v.Cluster()
+	for n := sim.NodeID(0); int(n) < c.NumNodes(); n++ {
+		ns := c.Node(n)
+		if (slices.Contains(fm, ns.GPUModel) || slices.Contains(fm, ns.Pool)) && s.AllowsModel(ns.GPUModel) {
+			return true
+		}
+	}
+	return false
+}
+
+// place finds nodes for an admitted workload on its flavors' nodes.
+func (k *Kueue) place(c *sim.Cluster, w *workload) bool {
+	if w.models == nil {
+		return k.placer.Place(c, w.job, &k.pl)
+	}
+	k.tmp = *w.job
+	var allowed []string
+	for _, m := range c.Models() {
+		if w.job.Spec.AllowsModel(m) && k.modelInFlavor(c, m, w.models) {
+			allowed = append(allowed, m)
+		}
+	}
+	if len(allowed) == 0 {
+		return false
+	}
+	k.tmp.Spec.GPUModels = allowed
+	return k.placer.Place(c, &k.tmp, &k.pl)
+}
+
+func (k *Kueue) modelInFlavor(c *sim.Cluster, model string, fm []string) bool {
+	if slices.Contains(fm, model) {
+		return true
+	}
+	for n := sim.NodeID(0); int(n) < c.NumNodes(); n++ {
+		if ns := c.Node(n); ns.GPUModel == model && slices.Contains(fm, ns.Pool) {
+			return true
+		}
+	}
+	return false
+}
+
+func capacityReason(c *sim.Cluster, w *workload) sim.Reason {
+	s := &w.job.Spec
+	if s.GPUsPerReplica > 0 && !s.Fractional() && int64(s.TotalGPUs()) <= c.FreeGPUs() {
+		return sim.ReasonTopology
+	}
+	return sim.ReasonNoCapacity
+}
