@@ -13,12 +13,11 @@ import (
 const maxCyclesPerPoint = 10000
 
 type entry struct {
-	w       *workload
-	mode    mode
-	assign  []frQ
-	models  []string
-	borrow  int // borrowing level (0 = within nominal)
-	targets []*workload
+	w      *workload
+	mode   mode
+	assign []frQ
+	models []string
+	borrow int // borrowing level (0 = within nominal)
 }
 
 // Schedule runs due evictions, then admission cycles until one admits nothing,

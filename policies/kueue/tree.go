@@ -110,15 +110,6 @@ func (n *qnode) root() *qnode {
 	return n
 }
 
-// depth returns n's distance from the root.
-func (n *qnode) depth() int {
-	d := 0
-	for x := n.parent; x != nil; x = x.parent {
-		d++
-	}
-	return d
-}
-
 // borrowingLevel is how far up the tree quota for q more of fr must come from: 0
 // within n's own quota, 1 from its parent's subtree, and so on.
 func (n *qnode) borrowingLevel(fr int, q int64) int {
