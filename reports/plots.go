@@ -153,7 +153,8 @@ func cdfPoints(sorted []float64, div float64) plotter.XYs {
 }
 
 // CDFPlot draws the empirical CDF of each series (values in seconds); the x unit
-// is chosen from the largest p99. Series with no values are listed in the legend
+// is chosen from the largest p99, and the x axis ends at 1.15 x that p99 when
+// some value lies beyond (the label says so). Series with no values are listed in the legend
 // as "(no jobs)".
 func CDFPlot(title, quantity string, series []Series) *plot.Plot {
 	var top float64
@@ -167,7 +168,20 @@ func CDFPlot(title, quantity string, series []Series) *plot.Plot {
 		}
 	}
 	unit, div := timeUnit(top)
-	p := newPlot(title, fmt.Sprintf("%s (%s)", quantity, unit), "Fraction of jobs (CDF)")
+	var maxV float64
+	for _, v := range sorted {
+		if len(v) > 0 {
+			maxV = max(maxV, v[len(v)-1])
+		}
+	}
+	xlabel := fmt.Sprintf("%s (%s)", quantity, unit)
+	// A long tail would squeeze the body of every line against the y axis: cut the
+	// axis a little past the largest p99 (the lines are clipped there).
+	cut := 1.15 * top
+	if top > 0 && maxV > cut {
+		xlabel += "; axis cut at 1.15 x the largest p99"
+	}
+	p := newPlot(title, xlabel, "Fraction of jobs (CDF)")
 	p.Y.Min, p.Y.Max = 0, 1
 	p.X.Min = 0
 	for i, s := range series {
@@ -175,6 +189,9 @@ func CDFPlot(title, quantity string, series []Series) *plot.Plot {
 			continue
 		}
 		addLine(p, fmt.Sprintf("%s (n=%d)", s.Name, len(sorted[i])), cdfPoints(sorted[i], div), i)
+	}
+	if top > 0 && maxV > cut {
+		p.X.Max = cut / div // after Add, which widens the axis to the data
 	}
 	p.Legend.Top = false
 	p.Legend.Left = false

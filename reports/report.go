@@ -35,19 +35,15 @@ type Group struct {
 	Runs  []*Run
 }
 
-// LoadReport reads run directories (see ReadRunDir). Events are read only for
-// clusters small enough for a Gantt chart.
+// LoadReport reads run directories (see ReadRunDir) with their events (for the
+// per-queue share and the Gantt chart).
 func LoadReport(runDirs []string) (*Report, error) {
 	if len(runDirs) == 0 {
 		return nil, errors.New("no run directories given")
 	}
 	rep := &Report{}
 	for _, d := range runDirs {
-		s, err := ReadSummary(filepath.Join(d, SummaryFile))
-		if err != nil {
-			return nil, err
-		}
-		r, err := ReadRunDir(d, s.GPUCapacity > 0 && s.GPUCapacity <= GanttMaxGPUs)
+		r, err := ReadRunDir(d, true)
 		if err != nil {
 			return nil, err
 		}
@@ -292,6 +288,9 @@ func (rep *Report) Figures() []*Figure {
 		Width: 7 * in, Height: 4 * in, Grid: [][]*plot.Plot{{TimePlot("Queue length over time"+note,
 			"Pending jobs", series(func(s *SampleRow) float64 { return float64(s.Pending) }))}}})
 
+	if f := rep.queueShareFigure(); f != nil {
+		figs = append(figs, f)
+	}
 	figs = append(figs, rep.headline())
 	for _, g := range rep.Groups {
 		if f := ganttFigure(g.Label, g.Runs[0]); f != nil {
@@ -617,4 +616,130 @@ func (rep *Report) writeHTML(w io.Writer, figs []*Figure, svgs [][]byte) error {
 		data.Figs = append(data.Figs, fig{f.Name, f.Title, template.HTML(svgs[i])})
 	}
 	return indexTmpl.Execute(w, data)
+}
+
+// QueueShare is the GPU allocation of each queue of one run sampled on the run's
+// time-series grid.
+type QueueShare struct {
+	Queues []string    // queue names (QueueName), sorted
+	T      []float64   // sample times, s (the timeseries.parquet grid)
+	GPUs   [][]float64 // GPUs[q][i]: GPUs allocated to queue q at T[i] (milli-GPU / 1000)
+}
+
+// QueueShares derives per-queue GPU allocation over time from a run's jobs and
+// events: every run of a job (start to finish, preempt, kill or timeout, or to
+// the end of the run) allocates gpus x gpu_milli / 1000 GPUs to the job's queue;
+// a sample at time t counts the events at times <= t, like timeseries.parquet,
+// so the queues sum to its gpus_allocated. Nil when the run has no events or
+// no time series.
+func QueueShares(r *Run) *QueueShare {
+	if len(r.Events) == 0 || len(r.Timeseries) == 0 {
+		return nil
+	}
+	type info struct {
+		q     int
+		milli int64
+	}
+	qidx := map[string]int{}
+	var names []string
+	for i := range r.Jobs {
+		n := QueueName(r.Jobs[i].Queue)
+		if _, ok := qidx[n]; !ok {
+			qidx[n] = 0
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	for i, n := range names {
+		qidx[n] = i
+	}
+	jobs := make(map[string]info, len(r.Jobs))
+	for i := range r.Jobs {
+		j := &r.Jobs[i]
+		jobs[j.ID] = info{qidx[QueueName(j.Queue)], int64(j.GPUs) * int64(j.GPUMilli)}
+	}
+	qs := &QueueShare{Queues: names, GPUs: make([][]float64, len(names))}
+	alloc := make([]int64, len(names))
+	running := map[string]bool{}
+	ev := r.Events
+	k := 0
+	for _, s := range r.Timeseries {
+		tu := int64(math.Round(s.TimeS * 1e6))
+		for ; k < len(ev) && ev[k].TimeU <= tu; k++ {
+			e := &ev[k]
+			in, ok := jobs[e.JobID]
+			if !ok {
+				continue
+			}
+			switch e.Kind {
+			case "start":
+				if !running[e.JobID] {
+					running[e.JobID] = true
+					alloc[in.q] += in.milli
+				}
+			case "finish", "preempt", "kill", "timeout":
+				if running[e.JobID] {
+					delete(running, e.JobID)
+					alloc[in.q] -= in.milli
+				}
+			}
+		}
+		qs.T = append(qs.T, s.TimeS)
+		for q := range names {
+			qs.GPUs[q] = append(qs.GPUs[q], float64(alloc[q])/1000)
+		}
+	}
+	return qs
+}
+
+// queueShareFigure plots each group's (first run's) per-queue GPU share of the
+// cluster over time, one panel per policy; nil when no run has events.
+func (rep *Report) queueShareFigure() *Figure {
+	type panel struct {
+		label string
+		qs    *QueueShare
+		cap   int64
+	}
+	var panels []panel
+	var all []string
+	for _, g := range rep.Groups {
+		r := g.Runs[0]
+		if qs := QueueShares(r); qs != nil && r.Summary.GPUCapacity > 0 {
+			panels = append(panels, panel{g.Label, qs, r.Summary.GPUCapacity})
+			for _, q := range qs.Queues {
+				if !slices.Contains(all, q) {
+					all = append(all, q)
+				}
+			}
+		}
+	}
+	if len(panels) == 0 {
+		return nil
+	}
+	slices.Sort(all)
+	cols := min(2, len(panels))
+	rows := (len(panels) + cols - 1) / cols
+	grid := make([][]*plot.Plot, rows)
+	for i := range grid {
+		grid[i] = make([]*plot.Plot, cols)
+	}
+	note := ""
+	if len(rep.Groups) < len(rep.Runs) {
+		note = " (first run of each policy)"
+	}
+	for k, p := range panels {
+		ss := make([]TimeSeries, len(all)) // same queue, same color in every panel
+		for qi, q := range all {
+			ss[qi].Name = q
+			if i := slices.Index(p.qs.Queues, q); i >= 0 {
+				ss[qi].T = p.qs.T
+				for _, g := range p.qs.GPUs[i] {
+					ss[qi].Y = append(ss[qi].Y, 100*g/float64(p.cap))
+				}
+			}
+		}
+		grid[k/cols][k%cols] = TimePlot(p.label+": GPU share per queue", "GPUs allocated to the queue (% of cluster)", ss)
+	}
+	return &Figure{Name: "queue_share", Title: "GPU share per queue over time" + note, Grid: grid,
+		Width: vg.Length(cols) * 5.5 * vg.Inch, Height: vg.Length(rows) * 3.6 * vg.Inch}
 }

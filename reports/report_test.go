@@ -73,7 +73,7 @@ func TestBuildReport(t *testing.T) {
 		golden(t, "report/"+name, b)
 	}
 	wantFigs := []string{"wait_cdf", "jct_cdf", "wait_cdf_by_class", "jct_cdf_by_class", "utilization",
-		"queue_length", "headline", "gantt_fifo-test", "gantt_greedy-test"}
+		"queue_length", "queue_share", "headline", "gantt_fifo-test", "gantt_greedy-test"}
 	for _, f := range wantFigs {
 		for _, ext := range []string{".png", ".svg"} {
 			st, err := os.Stat(filepath.Join(out, f+ext))
