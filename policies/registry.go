@@ -100,3 +100,9 @@ type ConfigError struct{ Err error }
 
 func (e *ConfigError) Error() string { return e.Err.Error() }
 func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Warner is an optional policy capability: configuration that was read but is not
+// simulated (e.g. Kueue manifest fields), for `gpusim validate` and `run` to print.
+type Warner interface {
+	Warnings() []string
+}

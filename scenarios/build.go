@@ -168,3 +168,24 @@ func (s *Scenario) Resolve(p string) string {
 	}
 	return filepath.Join(s.dir, p)
 }
+
+// Warnings builds each policy once and collects what its configuration asks for
+// but the simulator does not model ("policies[i] (name): ...").
+func (s *Scenario) Warnings() []string {
+	var out []string
+	for i := range s.Policies {
+		pol, err := s.Policy(i)
+		if err != nil {
+			continue
+		}
+		if l, ok := pol.(labeled); ok {
+			pol = l.Policy
+		}
+		if w, ok := pol.(policies.Warner); ok {
+			for _, m := range w.Warnings() {
+				out = append(out, fmt.Sprintf("policies[%d] (%s): %s", i, s.Policies[i].DisplayName(), m))
+			}
+		}
+	}
+	return out
+}

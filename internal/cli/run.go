@@ -144,6 +144,11 @@ func runRun(ctx context.Context, io *IO, opts *RunOptions) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return RuntimeError(err)
 	}
+	if !opts.Quiet {
+		for _, w := range sc.Warnings() {
+			fmt.Fprintf(io.Err, "gpusim: warning: %s\n", w)
+		}
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}

@@ -53,6 +53,9 @@ when valid, 2 otherwise.`,
 				}
 				fmt.Fprintf(io.Out, "%s: ok\n  cluster: %d nodes, %d GPUs (%v)\n  workload: %d jobs\n  policies: %v\n  seed: %d  sha256: %s\n",
 					describe(sc, path), c.NumNodes(), c.NumGPUs(), c.Models(), len(jobs), names, sc.SeedValue(), sc.SHA256()[:16])
+				for _, w := range sc.Warnings() {
+					fmt.Fprintf(io.Out, "  warning: %s\n", w)
+				}
 				if rep != nil && rep.SkippedTotal() > 0 {
 					fmt.Fprintf(io.Out, "  trace: %d rows skipped\n", rep.SkippedTotal())
 				}

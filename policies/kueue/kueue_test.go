@@ -167,3 +167,89 @@ func TestManifestErrors(t *testing.T) {
 		}
 	}
 }
+
+// The Kueue documentation's example setups load and run; fields gpusim does not
+// simulate come back as warnings.
+func TestDocExamplesLoadAndRun(t *testing.T) {
+	for _, tc := range []struct {
+		file, lq string
+		warn     string
+	}{
+		{"single-clusterqueue.yaml", "user-queue", ""},
+		{"cohort-borrowing.yaml", "team-a/lq", ""},
+		{"fair-sharing.yaml", "vision", "fairSharing"},
+		{"tas.yaml", "tas-user-queue", "TAS"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			p := Params{Manifests: "../../examples/kueue/" + tc.file}
+			p.QueueMapping.Default = tc.lq
+			k, err := New(p, policies.Env{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws := strings.Join(k.Warnings(), "\n")
+			if tc.warn != "" && !strings.Contains(ws, tc.warn) {
+				t.Errorf("want a warning about %s, got %q", tc.warn, ws)
+			}
+			var jobs []sim.JobSpec
+			for i := 0; i < 40; i++ {
+				jobs = append(jobs, MakeJob(fmt.Sprintf("j%02d", i)).GPUs(int32(1<<(i%4))).At(float64(i)).Dur(100).CPU(4000).Obj())
+			}
+			nodes := Nodes(4, 8)
+			for i := range nodes {
+				nodes[i].Pool = "h100"
+			}
+			res := Run(t, nodes, k, jobs...)
+			for i := range res.Jobs {
+				if res.Jobs[i].State != sim.StateCompleted {
+					t.Fatalf("%s: job %s ended %s", tc.file, res.Jobs[i].Spec.ID, res.Jobs[i].State)
+				}
+			}
+		})
+	}
+}
+
+// withinClusterQueue: LowerPriority evicts the lowest-priority, most recently
+// admitted workloads first, and fill-back keeps only the victims needed.
+func TestWithinQueuePreemptionOrderAndFillBack(t *testing.T) {
+	m := `
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  preemption: {withinClusterQueue: LowerPriority}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: f, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: q}
+spec: {clusterQueue: cq}
+`
+	k := newKueue(t, m, 0)
+	jobs := []sim.JobSpec{
+		MakeJob("low-old").Queue("q").GPUs(4).Prio(1).Dur(1000).Obj(),
+		MakeJob("low-new").Queue("q").GPUs(2).Prio(1).At(1).Dur(1000).Obj(),
+		MakeJob("mid").Queue("q").GPUs(2).Prio(5).At(2).Dur(1000).Obj(),
+		MakeJob("high").Queue("q").GPUs(2).Prio(9).At(10).Dur(50).Obj(), // needs 2: evict only low-new
+	}
+	res := Run(t, Nodes(1, 8), k, jobs...)
+	for i := range res.Jobs {
+		j := &res.Jobs[i]
+		want := int32(0)
+		if j.Spec.ID == "low-new" {
+			want = 1
+		}
+		if j.Preempted != want {
+			t.Errorf("%s preempted %d times, want %d\n%s", j.Spec.ID, j.Preempted, want, Schedule(res))
+		}
+	}
+	if st := Starts(res); st["high"] != 10 {
+		t.Errorf("high started at %v, want 10", st["high"])
+	}
+}
