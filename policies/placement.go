@@ -2,6 +2,7 @@ package policies
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/gpusim/gpusim/sim"
 )
@@ -35,20 +36,41 @@ func (p *Placement) reset() {
 	p.used = p.used[:0]
 }
 
-// PlacerNames lists the built-in placements.
-var PlacerNames = []string{"first-fit", "best-fit", "spread"}
+// PlacerNames lists the built-in placements (docs/topology.md describes the
+// topology-aware ones and their arguments).
+var PlacerNames = []string{"first-fit", "best-fit", "spread", "topology-best-fit", "tas", "hived", "binpack"}
 
-// NewPlacer returns a built-in placement by name.
+// NewPlacer returns a built-in placement by name. A placement with arguments is
+// written "NAME:key=value,key=value" (e.g. "tas:required=leaf",
+// "binpack:gpu=2,cpu=1"); unknown or malformed arguments are an error naming them.
 func NewPlacer(name string) (Placer, error) {
-	switch name {
-	case "", "first-fit":
-		return &bucketPlacer{mode: firstFit}, nil
-	case "best-fit":
-		return &bucketPlacer{mode: bestFit}, nil
-	case "spread":
-		return &bucketPlacer{mode: spread}, nil
+	base, rawArgs, hasArgs := strings.Cut(name, ":")
+	args, err := parsePlacerArgs(rawArgs)
+	if err != nil {
+		return nil, fmt.Errorf("placement %q: %w", name, err)
 	}
-	return nil, fmt.Errorf("unknown placement %q (want first-fit, best-fit or spread)", name)
+	var p Placer
+	switch base {
+	case "", "first-fit":
+		p = &bucketPlacer{mode: firstFit}
+	case "best-fit":
+		p = &bucketPlacer{mode: bestFit}
+	case "spread":
+		p = &bucketPlacer{mode: spread}
+	default:
+		f, ok := topologyPlacers[base]
+		if !ok {
+			return nil, fmt.Errorf("unknown placement %q (want one of %s)", base, strings.Join(PlacerNames, ", "))
+		}
+		if p, err = f(args); err != nil {
+			return nil, fmt.Errorf("placement %q: %w", name, err)
+		}
+		return p, nil
+	}
+	if hasArgs {
+		return nil, fmt.Errorf("placement %q: %s takes no arguments", name, p.Name())
+	}
+	return p, nil
 }
 
 type fitMode uint8
