@@ -2,7 +2,6 @@ package traces
 
 import (
 	"bufio"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -13,11 +12,12 @@ import (
 
 // csvIn reads a CSV file with a header row, one record at a time, tracking the line
 // of each record. It strips a UTF-8 byte-order mark, accepts CRLF line ends, quoted
-// fields and blank lines (which are ignored).
+// fields and blank lines (which are ignored). The header is copied; records are
+// valid until the next call.
 type csvIn struct {
 	file   string
 	f      *os.File
-	r      *csv.Reader
+	r      *recReader
 	header []string
 	cols   map[string]int // trimmed, lower-cased header name -> index
 	rec    []string
@@ -47,21 +47,19 @@ func newCSVIn(name string, r io.Reader, comma rune, header bool) (*csvIn, error)
 	if b, err := br.Peek(3); err == nil && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF {
 		_, _ = br.Discard(3)
 	}
-	cr := csv.NewReader(br)
-	cr.Comma = comma
-	cr.FieldsPerRecord = -1
-	cr.ReuseRecord = true
+	cr := newRecReader(br, byte(comma))
 	c := &csvIn{file: name, r: cr}
 	if !header {
 		return c, nil
 	}
-	rec, err := cr.Read()
+	rec, err := cr.read()
 	if err == io.EOF {
 		return nil, &RowError{File: name, Line: 1, Err: errors.New("empty file: a header row is required")}
 	}
 	if err != nil {
 		return nil, c.wrapErr(err)
 	}
+	rec = append([]string(nil), rec...)
 	c.header = make([]string, len(rec))
 	c.cols = make(map[string]int, len(rec))
 	for i, h := range rec {
@@ -76,9 +74,9 @@ func newCSVIn(name string, r io.Reader, comma rune, header bool) (*csvIn, error)
 }
 
 func (c *csvIn) wrapErr(err error) error {
-	var pe *csv.ParseError
-	if errors.As(err, &pe) {
-		return &RowError{File: c.file, Line: pe.Line, Err: fmt.Errorf("malformed CSV at character %d: %w", pe.Column, pe.Err)}
+	var se *csvSyntaxError
+	if errors.As(err, &se) {
+		return &RowError{File: c.file, Line: se.Line, Err: fmt.Errorf("malformed CSV: %s", se.Msg)}
 	}
 	return fmt.Errorf("%s: %w", c.file, err)
 }
@@ -86,7 +84,7 @@ func (c *csvIn) wrapErr(err error) error {
 // next reads the next record (io.EOF at the end). With a header, a record with a
 // different number of fields is an error.
 func (c *csvIn) next() error {
-	rec, err := c.r.Read()
+	rec, err := c.r.read()
 	if err == io.EOF {
 		return io.EOF
 	}
@@ -94,7 +92,7 @@ func (c *csvIn) next() error {
 		return c.wrapErr(err)
 	}
 	c.rec = rec
-	c.line, _ = c.r.FieldPos(0)
+	c.line = c.r.recLine
 	if c.header != nil && len(rec) != len(c.header) {
 		// A lone empty field is a line of spaces; treat it as blank.
 		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
@@ -121,15 +119,60 @@ func (c *csvIn) get(i int) string {
 	if i < 0 || i >= len(c.rec) {
 		return ""
 	}
-	return strings.TrimSpace(c.rec[i])
+	return trimFast(c.rec[i])
 }
 
-// raw returns field i untrimmed.
-func (c *csvIn) raw(i int) string {
-	if i < 0 || i >= len(c.rec) {
-		return ""
+// trimFast is strings.TrimSpace with a fast path for already-trimmed text.
+func trimFast(s string) string {
+	if n := len(s); n > 0 && s[0] > ' ' && s[0] < 0x80 && s[n-1] > ' ' && s[n-1] < 0x80 {
+		return s
 	}
-	return c.rec[i]
+	return strings.TrimSpace(s)
+}
+
+// parseMicros parses a plain decimal number of seconds ("-12", "3.5", "0.000001")
+// exactly into microseconds. ok is false for anything else (exponents, more than 6
+// significant fractional digits, more than 12 integer digits, no digits), which
+// callers parse as a float instead.
+func parseMicros(s string) (int64, bool) {
+	i, neg := 0, false
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		neg = s[i] == '-'
+		i++
+	}
+	var whole, frac int64
+	nd, fd := 0, 0
+	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		if nd == 12 {
+			return 0, false
+		}
+		whole = whole*10 + int64(s[i]-'0')
+		nd++
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+			if fd == 6 {
+				if s[i] != '0' {
+					return 0, false
+				}
+				continue
+			}
+			frac = frac*10 + int64(s[i]-'0')
+			fd++
+		}
+	}
+	if i != len(s) || nd+fd == 0 {
+		return 0, false
+	}
+	for ; fd < 6; fd++ {
+		frac *= 10
+	}
+	us := whole*1_000_000 + frac
+	if neg {
+		us = -us
+	}
+	return us, true
 }
 
 func (c *csvIn) close() error {
@@ -167,6 +210,16 @@ func parseNum(s string) (float64, error) {
 
 // parseInt parses an integer; an integral decimal ("4.0") is accepted too.
 func parseInt(s string, bits int) (int64, error) {
+	if n := len(s); n > 0 && n < 10 {
+		var v int64
+		i := 0
+		for ; i < n && s[i] >= '0' && s[i] <= '9'; i++ {
+			v = v*10 + int64(s[i]-'0')
+		}
+		if i == n {
+			return v, nil // at most 9 digits: fits every width used here (>= 32 bits)
+		}
+	}
 	v, err := strconv.ParseInt(s, 10, bits)
 	if err == nil {
 		return v, nil
@@ -179,20 +232,28 @@ func parseInt(s string, bits int) (int64, error) {
 	return int64(f), nil
 }
 
-// interner deduplicates repeated short strings (queues, users, ...) so that a trace
-// held in memory does not keep one copy per row. It stops growing at a bound.
-type interner map[string]string
+// interner deduplicates repeated short strings (queues, users, ...) and GPU model
+// lists so that a trace held in memory does not keep one copy per row. It stops
+// growing at a bound. The zero value is not usable: call newInterner.
+type interner struct {
+	strs  map[string]string
+	lists map[string][]string
+}
+
+func newInterner() interner {
+	return interner{strs: map[string]string{}, lists: map[string][]string{}}
+}
 
 func (in interner) get(s string) string {
 	if s == "" {
 		return ""
 	}
-	if v, ok := in[s]; ok {
+	if v, ok := in.strs[s]; ok {
 		return v
 	}
 	v := strings.Clone(s)
-	if len(in) < 1<<16 {
-		in[v] = v
+	if len(in.strs) < 1<<16 {
+		in.strs[v] = v
 	}
 	return v
 }

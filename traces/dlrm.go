@@ -44,7 +44,7 @@ func openDLRM(path string, opts ReadOptions) (JobReader, error) {
 		if err := unknownCols(in, dlrmColumns); err != nil {
 			return nil, err
 		}
-		intern := interner{}
+		intern := newInterner()
 		limited := 0
 		noteIdx := len(rep.Notes)
 		rep.Notes = append(rep.Notes, "")

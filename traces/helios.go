@@ -36,7 +36,7 @@ func openHelios(path string, opts ReadOptions) (JobReader, error) {
 		if in.col("duration") < 0 && (in.col("start_time") < 0 || in.col("end_time") < 0) {
 			return nil, rowErr(in.file, 1, "duration", "missing required column (or start_time and end_time)")
 		}
-		intern := interner{}
+		intern := newInterner()
 		return func(in *csvIn, line int) (sim.JobSpec, error) {
 			j := sim.JobSpec{GPUMilli: sim.WholeGPU, Class: sim.ClassUnknown}
 			id, err := reqStr(in, "job_id")

@@ -2,6 +2,7 @@ package traces
 
 import (
 	"errors"
+	"slices"
 	"fmt"
 	"hash/maphash"
 	"io"
@@ -46,6 +47,8 @@ type fieldSource interface {
 	str(col int) (s string, present bool)
 	num(col int) (v float64, present bool, err error)
 	integer(col int, bits int) (v int64, present bool, err error)
+	// micros is a decimal seconds value as microseconds (rounded to nearest).
+	micros(col int) (us int64, present bool, err error)
 }
 
 // nativeRow turns one row into a JobSpec, checking every field. It returns a
@@ -61,7 +64,7 @@ func nativeRow(src fieldSource, file string, line int, in interner) (sim.JobSpec
 	}
 	j.ID = sim.JobID(strings.Clone(id))
 	secs := func(col int, required bool) (sim.Duration, error) {
-		v, ok, err := src.num(col)
+		us, ok, err := src.micros(col)
 		if err != nil {
 			return 0, rowErr(file, line, NativeColumns[col], "%v", err)
 		}
@@ -71,10 +74,10 @@ func nativeRow(src fieldSource, file string, line int, in interner) (sim.JobSpec
 			}
 			return 0, nil
 		}
-		if v < 0 {
-			return 0, rowErr(file, line, NativeColumns[col], "negative time %v", v)
+		if us < 0 {
+			return 0, rowErr(file, line, NativeColumns[col], "negative time %v", sim.Duration(us).Seconds())
 		}
-		return sim.Seconds(v), nil
+		return sim.Duration(us), nil
 	}
 	d, err := secs(cSubmit, true)
 	if err != nil {
@@ -183,11 +186,16 @@ func validationRowErr(file string, line int, err error) *RowError {
 	return &RowError{File: file, Line: line, Column: col, Err: errors.New(msg)}
 }
 
-// splitModels splits a "|"-separated model list, dropping empty and repeated entries.
+// splitModels splits a "|"-separated model list, dropping empty and repeated
+// entries. Lists are cached per distinct text in the interner's model cache, so jobs
+// read from one file may share GPUModels slices (callers must not modify them).
 func splitModels(s string, in interner) []string {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return nil
+	}
+	if v, ok := in.lists[s]; ok {
+		return v
 	}
 	parts := strings.Split(s, "|")
 	out := parts[:0]
@@ -203,49 +211,108 @@ next:
 		}
 	}
 	if len(out) == 0 {
-		return nil
+		out = nil
+	}
+	out = slices.Clip(out)
+	if len(in.lists) < 1<<12 {
+		in.lists[strings.Clone(s)] = out
 	}
 	return out
 }
 
 // dupSet remembers job IDs to reject duplicates. It stores a 128-bit hash of each ID
-// (two independent maphash values) and the line it was seen on, about 30-50 bytes per
-// job; the chance of a false duplicate is below 1e-20 for 10^7 jobs.
+// (two independent maphash values) and the line it was seen on in an
+// open-addressing table: 24 bytes a slot at a load of at most 3/4, so 32-64 bytes per
+// job. The chance of a false duplicate is below 1e-20 for 10^7 jobs.
 type dupSet struct {
 	s1, s2 maphash.Seed
-	seen   map[[2]uint64]int32
+	slots  []dupSlot
+	n      int
+}
+
+type dupSlot struct {
+	h1, h2 uint64 // h1 == 0 marks an empty slot
+	line   int32
 }
 
 func newDupSet() *dupSet {
-	return &dupSet{s1: maphash.MakeSeed(), s2: maphash.MakeSeed(), seen: map[[2]uint64]int32{}}
+	return &dupSet{s1: maphash.MakeSeed(), s2: maphash.MakeSeed(), slots: make([]dupSlot, 1<<12)}
 }
 
 // add records id at line and returns the earlier line if id was seen before.
 func (d *dupSet) add(id sim.JobID, line int) (prev int, dup bool) {
-	k := [2]uint64{maphash.String(d.s1, string(id)), maphash.String(d.s2, string(id))}
-	if p, ok := d.seen[k]; ok {
-		return int(p), true
+	h1 := maphash.String(d.s1, string(id)) | 1
+	h2 := maphash.String(d.s2, string(id))
+	if (d.n+1)*4 > len(d.slots)*3 {
+		d.grow()
 	}
-	d.seen[k] = int32(min(line, 1<<31-1))
-	return 0, false
+	mask := uint64(len(d.slots) - 1)
+	for i := h1 & mask; ; i = (i + 1) & mask {
+		s := &d.slots[i]
+		if s.h1 == 0 {
+			*s = dupSlot{h1: h1, h2: h2, line: int32(min(line, 1<<31-1))}
+			d.n++
+			return 0, false
+		}
+		if s.h1 == h1 && s.h2 == h2 {
+			return int(s.line), true
+		}
+	}
 }
 
-// csvFields adapts a csvIn record to fieldSource through a column map.
+func (d *dupSet) grow() {
+	old := d.slots
+	d.slots = make([]dupSlot, 2*len(old))
+	mask := uint64(len(d.slots) - 1)
+	for _, s := range old {
+		if s.h1 == 0 {
+			continue
+		}
+		i := s.h1 & mask
+		for d.slots[i].h1 != 0 {
+			i = (i + 1) & mask
+		}
+		d.slots[i] = s
+	}
+}
+
+// csvFields adapts one CSV record to fieldSource through a column map.
 type csvFields struct {
-	in  *csvIn
+	rec []string
 	idx [numNativeCols]int
 }
 
+func (c *csvFields) raw(col int) string {
+	if i := c.idx[col]; i >= 0 && i < len(c.rec) {
+		return c.rec[i]
+	}
+	return ""
+}
+
+func (c *csvFields) get(col int) string { return trimFast(c.raw(col)) }
+
 func (c *csvFields) str(col int) (string, bool) {
-	s := c.in.raw(c.idx[col])
-	if strings.TrimSpace(s) == "" {
+	s := c.raw(col)
+	if trimFast(s) == "" {
 		return "", false
 	}
 	return s, true
 }
 
+func (c *csvFields) micros(col int) (int64, bool, error) {
+	s := c.get(col)
+	if s == "" {
+		return 0, false, nil
+	}
+	if us, ok := parseMicros(s); ok {
+		return us, true, nil
+	}
+	v, err := parseNum(s)
+	return int64(sim.Seconds(v)), true, err
+}
+
 func (c *csvFields) num(col int) (float64, bool, error) {
-	s := c.in.get(c.idx[col])
+	s := c.get(col)
 	if s == "" {
 		return 0, false, nil
 	}
@@ -254,46 +321,12 @@ func (c *csvFields) num(col int) (float64, bool, error) {
 }
 
 func (c *csvFields) integer(col, bits int) (int64, bool, error) {
-	s := c.in.get(c.idx[col])
+	s := c.get(col)
 	if s == "" {
 		return 0, false, nil
 	}
 	v, err := parseInt(s, bits)
 	return v, true, err
-}
-
-// nativeCSVReader streams a native CSV trace.
-type nativeCSVReader struct {
-	in     *csvIn
-	fields csvFields
-	rep    *ImportReport
-	dups   *dupSet
-	intern interner
-}
-
-func openNativeCSV(path string, opts ReadOptions) (JobReader, error) {
-	in, err := openCSV(path, ',')
-	if err != nil {
-		return nil, err
-	}
-	r, err := newNativeCSVReader(in, opts)
-	if err != nil {
-		in.close()
-		return nil, err
-	}
-	return r, nil
-}
-
-func newNativeCSVReader(in *csvIn, opts ReadOptions) (*nativeCSVReader, error) {
-	r := &nativeCSVReader{in: in, rep: newReport(in.file, FormatNative), intern: interner{}}
-	r.fields.in = in
-	if err := mapNativeColumns(in.file, in.header, r.fields.idx[:]); err != nil {
-		return nil, err
-	}
-	if !opts.AllowDuplicateIDs {
-		r.dups = newDupSet()
-	}
-	return r, nil
 }
 
 // mapNativeColumns fills idx (column -> position in header, -1 if absent) and
@@ -334,27 +367,6 @@ func mapNativeColumns(file string, header []string, idx []int) error {
 	}
 	return nil
 }
-
-func (r *nativeCSVReader) Next() (sim.JobSpec, error) {
-	if err := r.in.next(); err != nil {
-		return sim.JobSpec{}, err
-	}
-	r.rep.Rows++
-	j, err := nativeRow(&r.fields, r.in.file, r.in.line, r.intern)
-	if err != nil {
-		return sim.JobSpec{}, err
-	}
-	if r.dups != nil {
-		if prev, dup := r.dups.add(j.ID, r.in.line); dup {
-			return sim.JobSpec{}, rowErr(r.in.file, r.in.line, "id", "duplicate job id %q (first on line %d)", j.ID, prev)
-		}
-	}
-	r.rep.Imported++
-	return j, nil
-}
-
-func (r *nativeCSVReader) Report() *ImportReport { return r.rep }
-func (r *nativeCSVReader) Close() error          { return r.in.close() }
 
 // JobWriter receives jobs one at a time; Close flushes and finishes the output (it
 // does not close the underlying io.Writer).
@@ -504,20 +516,71 @@ func WriteNativeCSV(w io.Writer, jobs []sim.JobSpec) error {
 }
 
 // CopyJobs streams every job from src to dst and returns how many were copied. It
-// does not close either end.
+// does not close either end. Reading runs on its own goroutine, one batch of jobs
+// ahead of writing (order is kept; memory is two batches).
 func CopyJobs(dst JobWriter, src JobReader) (int, error) {
+	const batch = 4096
+	type chunk struct {
+		jobs []sim.JobSpec
+		err  error
+	}
+	ch := make(chan chunk, 1)
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	defer func() {
+		close(done)
+		<-exited // src must not be in use once CopyJobs returns
+	}()
+	free := make(chan []sim.JobSpec, 2)
+	go func() {
+		defer close(exited)
+		defer close(ch)
+		for {
+			var buf []sim.JobSpec
+			select {
+			case buf = <-free:
+				buf = buf[:0]
+			default:
+				buf = make([]sim.JobSpec, 0, batch)
+			}
+			var err error
+			for len(buf) < batch {
+				var j sim.JobSpec
+				j, err = src.Next()
+				if err != nil {
+					break
+				}
+				buf = append(buf, j)
+			}
+			select {
+			case ch <- chunk{buf, err}:
+			case <-done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	n := 0
-	for {
-		j, err := src.Next()
-		if err == io.EOF {
+	for c := range ch {
+		for i := range c.jobs {
+			if err := dst.Write(&c.jobs[i]); err != nil {
+				return n, fmt.Errorf("write: %w", err)
+			}
+			n++
+		}
+		clear(c.jobs)
+		select {
+		case free <- c.jobs:
+		default:
+		}
+		if c.err == io.EOF {
 			return n, nil
 		}
-		if err != nil {
-			return n, err
+		if c.err != nil {
+			return n, c.err
 		}
-		if err := dst.Write(&j); err != nil {
-			return n, fmt.Errorf("write: %w", err)
-		}
-		n++
 	}
+	return n, nil
 }

@@ -63,7 +63,7 @@ func openOpenBPods(path string, opts ReadOptions) (JobReader, error) {
 		if err := unknownCols(in, known); err != nil {
 			return nil, err
 		}
-		intern := interner{}
+		intern := newInterner()
 		return func(in *csvIn, line int) (sim.JobSpec, error) {
 			var j sim.JobSpec
 			id, err := reqStr(in, "name")

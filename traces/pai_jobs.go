@@ -77,7 +77,7 @@ func openPAIJobs(path string, opts ReadOptions) (JobReader, error) {
 	rounded := 0
 	noteIdx := len(r.rep.Notes)
 	r.rep.Notes = append(r.rep.Notes, "")
-	intern := interner{}
+	intern := newInterner()
 	r.parse = func(in *csvIn, line int) (sim.JobSpec, error) {
 		j := sim.JobSpec{GPUMilli: sim.WholeGPU, Class: sim.ClassUnknown}
 		jn, err := reqStr(in, "job_name")
@@ -196,7 +196,7 @@ func loadPAIJobTable(path string) (map[string]paiJobInfo, error) {
 	}
 	in.lenient = true
 	out := map[string]paiJobInfo{}
-	intern := interner{}
+	intern := newInterner()
 	for {
 		err := in.next()
 		if errors.Is(err, io.EOF) {

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow/go/v15/parquet/compress"
 	"github.com/apache/arrow/go/v15/parquet/file"
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
+	"github.com/apache/arrow/go/v15/parquet/schema"
 
 	"github.com/gpusim/gpusim/sim"
 )
@@ -45,36 +46,65 @@ func NativeArrowSchema() *arrow.Schema {
 	return arrow.NewSchema(fields, nil)
 }
 
-// NativeParquetWriter writes jobs as a native Parquet file, one row group per
-// 131072 jobs (zstd-compressed, dictionary-encoded text).
+// NativeParquetWriter writes jobs as a native Parquet file with the schema of
+// NativeArrowSchema: one row group per 131072 jobs, plain encoding, snappy
+// compression (repeated text such as queues compresses well and writing stays
+// fast). Columns are buffered as plain slices and written with Parquet's typed
+// column writers.
 type NativeParquetWriter struct {
-	fw   *pqarrow.FileWriter
-	b    *array.RecordBuilder
+	fw   *file.Writer
 	n    int
-	bld  [numNativeCols]array.Builder
+	f64  [numNativeCols][]float64
+	i32  [numNativeCols][]int32
+	i64  [numNativeCols][]int64
+	text [numNativeCols][]byte  // concatenated strings of a text column
+	ends [numNativeCols][]int32 // end offset of each string in text
+	ba   []parquet.ByteArray
 	done bool
 }
+
+var nativeParquetSchema = func() *schema.GroupNode {
+	fields := make(schema.FieldList, numNativeCols)
+	for c := 0; c < numNativeCols; c++ {
+		name, req := NativeColumns[c], parquet.Repetitions.Required
+		switch nativeArrowTypes[c].ID() {
+		case arrow.STRING:
+			n, err := schema.NewPrimitiveNodeLogical(name, req, schema.StringLogicalType{}, parquet.Types.ByteArray, -1, -1)
+			if err != nil {
+				panic(err) // static schema
+			}
+			fields[c] = n
+		case arrow.FLOAT64:
+			fields[c] = schema.NewFloat64Node(name, req, -1)
+		case arrow.INT32:
+			fields[c] = schema.NewInt32Node(name, req, -1)
+		case arrow.INT64:
+			fields[c] = schema.NewInt64Node(name, req, -1)
+		}
+	}
+	root, err := schema.NewGroupNode("schema", parquet.Repetitions.Required, fields, -1)
+	if err != nil {
+		panic(err) // static schema
+	}
+	return root
+}()
 
 // NewNativeParquetWriter starts a Parquet file on w. Close must be called to write
 // the footer.
 func NewNativeParquetWriter(w io.Writer) (*NativeParquetWriter, error) {
-	schema := NativeArrowSchema()
 	props := parquet.NewWriterProperties(
-		parquet.WithCompression(compress.Codecs.Zstd),
-		parquet.WithCompressionLevel(1),
-		parquet.WithDictionaryDefault(true),
+		parquet.WithCompression(compress.Codecs.Snappy),
+		parquet.WithDictionaryDefault(false),
+		parquet.WithStats(false),
 		parquet.WithMaxRowGroupLength(parquetBatch),
 		parquet.WithCreatedBy("gpusim"),
 	)
-	fw, err := pqarrow.NewFileWriter(schema, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		return nil, err
-	}
-	p := &NativeParquetWriter{fw: fw, b: array.NewRecordBuilder(memory.DefaultAllocator, schema)}
-	for i := range p.bld {
-		p.bld[i] = p.b.Field(i)
-	}
-	return p, nil
+	return &NativeParquetWriter{fw: file.NewParquetWriter(w, nativeParquetSchema, file.WithWriterProps(props))}, nil
+}
+
+func (p *NativeParquetWriter) str(c int, s string) {
+	p.text[c] = append(p.text[c], s...)
+	p.ends[c] = append(p.ends[c], int32(len(p.text[c])))
 }
 
 // Write appends one job.
@@ -82,27 +112,32 @@ func (p *NativeParquetWriter) Write(j *sim.JobSpec) error {
 	if p.done {
 		return errors.New("parquet writer is closed")
 	}
-	s := func(c int, v string) { p.bld[c].(*array.StringBuilder).Append(v) }
-	f := func(c int, v sim.Duration) { p.bld[c].(*array.Float64Builder).Append(v.Seconds()) }
-	s(cID, string(j.ID))
-	f(cSubmit, sim.Duration(j.Submit))
-	p.bld[cGPUs].(*array.Int32Builder).Append(j.GPUsPerReplica)
-	f(cDuration, j.Duration)
-	p.bld[cReplicas].(*array.Int32Builder).Append(j.Replicas)
-	f(cWalltime, j.Walltime)
-	p.bld[cGPUMilli].(*array.Int32Builder).Append(int32(j.GPUMilli))
-	s(cGPUModel, strings.Join(j.GPUModels, "|"))
-	s(cQueue, j.Queue)
-	s(cUser, j.User)
-	s(cTeam, j.Team)
-	cls := string(j.Class)
-	if j.Class == sim.ClassUnknown {
-		cls = ""
+	p.str(cID, string(j.ID))
+	p.f64[cSubmit] = append(p.f64[cSubmit], sim.Duration(j.Submit).Seconds())
+	p.i32[cGPUs] = append(p.i32[cGPUs], j.GPUsPerReplica)
+	p.f64[cDuration] = append(p.f64[cDuration], j.Duration.Seconds())
+	p.i32[cReplicas] = append(p.i32[cReplicas], j.Replicas)
+	p.f64[cWalltime] = append(p.f64[cWalltime], j.Walltime.Seconds())
+	p.i32[cGPUMilli] = append(p.i32[cGPUMilli], int32(j.GPUMilli))
+	switch len(j.GPUModels) {
+	case 0:
+		p.str(cGPUModel, "")
+	case 1:
+		p.str(cGPUModel, j.GPUModels[0])
+	default:
+		p.str(cGPUModel, strings.Join(j.GPUModels, "|"))
 	}
-	s(cClass, cls)
-	p.bld[cPriority].(*array.Int32Builder).Append(j.Priority)
-	p.bld[cCPUMilli].(*array.Int64Builder).Append(j.CPUMilli)
-	p.bld[cMemory].(*array.Int64Builder).Append(j.MemoryMiB)
+	p.str(cQueue, j.Queue)
+	p.str(cUser, j.User)
+	p.str(cTeam, j.Team)
+	if j.Class == sim.ClassUnknown {
+		p.str(cClass, "")
+	} else {
+		p.str(cClass, string(j.Class))
+	}
+	p.i32[cPriority] = append(p.i32[cPriority], j.Priority)
+	p.i64[cCPUMilli] = append(p.i64[cCPUMilli], j.CPUMilli)
+	p.i64[cMemory] = append(p.i64[cMemory], j.MemoryMiB)
 	p.n++
 	if p.n >= parquetBatch {
 		return p.flush()
@@ -110,14 +145,53 @@ func (p *NativeParquetWriter) Write(j *sim.JobSpec) error {
 	return nil
 }
 
-func (p *NativeParquetWriter) flush() error {
+// flush writes the buffered jobs as one row group.
+func (p *NativeParquetWriter) flush() (err error) {
 	if p.n == 0 {
 		return nil
 	}
-	rec := p.b.NewRecord()
-	defer rec.Release()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("parquet: %v", r)
+		}
+	}()
+	rg := p.fw.AppendRowGroup()
+	for c := 0; c < numNativeCols; c++ {
+		cw, err := rg.NextColumn()
+		if err != nil {
+			return err
+		}
+		switch w := cw.(type) {
+		case *file.Float64ColumnChunkWriter:
+			_, err = w.WriteBatch(p.f64[c], nil, nil)
+			p.f64[c] = p.f64[c][:0]
+		case *file.Int32ColumnChunkWriter:
+			_, err = w.WriteBatch(p.i32[c], nil, nil)
+			p.i32[c] = p.i32[c][:0]
+		case *file.Int64ColumnChunkWriter:
+			_, err = w.WriteBatch(p.i64[c], nil, nil)
+			p.i64[c] = p.i64[c][:0]
+		case *file.ByteArrayColumnChunkWriter:
+			p.ba = p.ba[:0]
+			start := int32(0)
+			for _, e := range p.ends[c] {
+				p.ba = append(p.ba, parquet.ByteArray(p.text[c][start:e]))
+				start = e
+			}
+			_, err = w.WriteBatch(p.ba, nil, nil)
+			p.text[c], p.ends[c] = p.text[c][:0], p.ends[c][:0]
+		default:
+			err = fmt.Errorf("unexpected column writer %T", cw)
+		}
+		if err != nil {
+			return err
+		}
+		if err := cw.Close(); err != nil {
+			return err
+		}
+	}
 	p.n = 0
-	return p.fw.Write(rec)
+	return rg.Close()
 }
 
 // Close flushes the last row group and writes the footer.
@@ -127,7 +201,6 @@ func (p *NativeParquetWriter) Close() error {
 	}
 	p.done = true
 	err := p.flush()
-	p.b.Release()
 	if cerr := p.fw.Close(); err == nil {
 		err = cerr
 	}
@@ -170,7 +243,7 @@ func openNativeParquet(path string, opts ReadOptions) (jr JobReader, err error) 
 	if err != nil {
 		return nil, err
 	}
-	r := &nativeParquetReader{path: path, f: f, rep: newReport(path, FormatNative), intern: interner{}}
+	r := &nativeParquetReader{path: path, f: f, rep: newReport(path, FormatNative), intern: newInterner()}
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%s: not a readable Parquet file: %v", path, p)
@@ -315,6 +388,11 @@ func (r *nativeParquetReader) num(col int) (float64, bool, error) {
 		return 0, true, fmt.Errorf("bad number %v", v)
 	}
 	return v, true, nil
+}
+
+func (r *nativeParquetReader) micros(col int) (int64, bool, error) {
+	v, ok, err := r.num(col)
+	return int64(sim.Seconds(v)), ok, err
 }
 
 func (r *nativeParquetReader) integer(col, bits int) (int64, bool, error) {

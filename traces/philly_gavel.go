@@ -84,7 +84,7 @@ func openPhillyGavel(path string, opts ReadOptions) (JobReader, error) {
 		if err := unknownCols(in, append([]string{"gavel_job_type", "gavel_total_steps"}, required...)); err != nil {
 			return nil, err
 		}
-		intern := interner{}
+		intern := newInterner()
 		return func(in *csvIn, line int) (sim.JobSpec, error) {
 			vc, err := reqStr(in, "vc")
 			if err != nil {
@@ -142,7 +142,7 @@ func openGavelRaw(path string, opts ReadOptions) (JobReader, error) {
 		return nil, err
 	}
 	in.f = f
-	in.r.LazyQuotes = true
+	in.r.lazy = true
 	in.header = names
 	in.cols = map[string]int{}
 	for i, n := range names {

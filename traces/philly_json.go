@@ -59,7 +59,7 @@ func openPhilly(path string, opts ReadOptions) (JobReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr := &phillyReader{js: r, origin: origin, rep: newReport(path, FormatPhilly), opts: opts, intern: interner{}}
+	pr := &phillyReader{js: r, origin: origin, rep: newReport(path, FormatPhilly), opts: opts, intern: newInterner()}
 	if !opts.AllowDuplicateIDs {
 		pr.dups = newDupSet()
 	}

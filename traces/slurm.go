@@ -42,8 +42,8 @@ func openSlurm(path string, opts ReadOptions) (JobReader, error) {
 		if in.col("elapsed") < 0 && (in.col("start") < 0 || in.col("end") < 0) {
 			return nil, rowErr(in.file, 1, "elapsed", "missing required column (or start and end)")
 		}
-		in.r.LazyQuotes = true
-		intern := interner{}
+		in.r.lazy = true
+		intern := newInterner()
 		return func(in *csvIn, line int) (sim.JobSpec, error) {
 			j := sim.JobSpec{GPUMilli: sim.WholeGPU, Class: sim.ClassUnknown}
 			id, err := reqStr(in, "jobid")

@@ -1,0 +1,188 @@
+package traces
+
+import (
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/gpusim/gpusim/sim"
+)
+
+// nativeBatch is the number of rows a native CSV reader parses per batch.
+const nativeBatch = 2048
+
+// nativeCSVReader streams a native CSV trace. Parsing is pipelined: one goroutine
+// splits records, a few workers turn batches of records into jobs, and Next hands
+// them out in file order and checks IDs for duplicates, so results (and the first
+// error reported) are exactly those of a sequential read. Memory is a few batches.
+type nativeCSVReader struct {
+	in    *csvIn
+	idx   [numNativeCols]int
+	rep   *ImportReport
+	dups  *dupSet
+	order chan chan parsedBatch
+	done  chan struct{}
+	wg    sync.WaitGroup
+	cur   parsedBatch
+	pos   int
+	err   error // sticky: io.EOF or the first error
+	once  sync.Once
+}
+
+type rawBatch struct {
+	recs  []string // row k is recs[k*width:(k+1)*width]
+	lines []int
+	err   error // a structural error after the rows
+	eof   bool
+}
+
+type parsedBatch struct {
+	jobs   []sim.JobSpec
+	lines  []int
+	err    error // error after the jobs
+	errRow bool  // err is about the row after the jobs (count it as read)
+	eof    bool
+}
+
+type workItem struct {
+	b   rawBatch
+	res chan parsedBatch
+}
+
+func openNativeCSV(path string, opts ReadOptions) (JobReader, error) {
+	in, err := openCSV(path, ',')
+	if err != nil {
+		return nil, err
+	}
+	r := &nativeCSVReader{in: in, rep: newReport(in.file, FormatNative)}
+	if err := mapNativeColumns(in.file, in.header, r.idx[:]); err != nil {
+		in.close()
+		return nil, err
+	}
+	if !opts.AllowDuplicateIDs {
+		r.dups = newDupSet()
+	}
+	workers := min(max(runtime.GOMAXPROCS(0)-1, 1), 8)
+	r.order = make(chan chan parsedBatch, workers+1)
+	r.done = make(chan struct{})
+	work := make(chan workItem)
+	r.wg.Add(1 + workers)
+	go r.produce(work)
+	for i := 0; i < workers; i++ {
+		go r.parse(work)
+	}
+	return r, nil
+}
+
+func (r *nativeCSVReader) produce(work chan<- workItem) {
+	defer r.wg.Done()
+	defer close(work)
+	defer close(r.order)
+	width := len(r.in.header)
+	for {
+		b := rawBatch{recs: make([]string, 0, nativeBatch*width), lines: make([]int, 0, nativeBatch)}
+		for len(b.lines) < nativeBatch {
+			err := r.in.next()
+			if err == io.EOF {
+				b.eof = true
+				break
+			}
+			if err != nil {
+				b.err = err
+				break
+			}
+			b.recs = append(b.recs, r.in.rec...)
+			b.lines = append(b.lines, r.in.line)
+		}
+		res := make(chan parsedBatch, 1)
+		select {
+		case r.order <- res:
+		case <-r.done:
+			return
+		}
+		select {
+		case work <- workItem{b, res}:
+		case <-r.done:
+			return
+		}
+		if b.eof || b.err != nil {
+			return
+		}
+	}
+}
+
+func (r *nativeCSVReader) parse(work <-chan workItem) {
+	defer r.wg.Done()
+	intern := newInterner()
+	f := csvFields{idx: r.idx}
+	width := len(r.in.header)
+	for it := range work {
+		pb := parsedBatch{jobs: make([]sim.JobSpec, 0, len(it.b.lines)), lines: it.b.lines, eof: it.b.eof}
+		for k, line := range it.b.lines {
+			f.rec = it.b.recs[k*width : (k+1)*width]
+			j, err := nativeRow(&f, r.in.file, line, intern)
+			if err != nil {
+				pb.err, pb.errRow, pb.eof = err, true, false
+				break
+			}
+			pb.jobs = append(pb.jobs, j)
+		}
+		if pb.err == nil && it.b.err != nil {
+			pb.err = it.b.err
+			_, pb.errRow = it.b.err.(*RowError)
+		}
+		it.res <- pb
+	}
+}
+
+func (r *nativeCSVReader) Next() (sim.JobSpec, error) {
+	for {
+		if r.err != nil {
+			return sim.JobSpec{}, r.err
+		}
+		if r.pos < len(r.cur.jobs) {
+			j, line := r.cur.jobs[r.pos], r.cur.lines[r.pos]
+			r.cur.jobs[r.pos] = sim.JobSpec{}
+			r.pos++
+			r.rep.Rows++
+			if r.dups != nil {
+				if prev, dup := r.dups.add(j.ID, line); dup {
+					r.err = rowErr(r.in.file, line, "id", "duplicate job id %q (first on line %d)", j.ID, prev)
+					return sim.JobSpec{}, r.err
+				}
+			}
+			r.rep.Imported++
+			return j, nil
+		}
+		switch {
+		case r.cur.err != nil:
+			if r.cur.errRow {
+				r.rep.Rows++
+			}
+			r.err = r.cur.err
+			continue
+		case r.cur.eof:
+			r.err = io.EOF
+			continue
+		}
+		res, ok := <-r.order
+		if !ok {
+			r.err = io.EOF
+			continue
+		}
+		r.cur, r.pos = <-res, 0
+	}
+}
+
+func (r *nativeCSVReader) Report() *ImportReport { return r.rep }
+
+// Close stops the pipeline, waits for its goroutines and closes the file.
+func (r *nativeCSVReader) Close() error {
+	var err error
+	r.once.Do(func() {
+		close(r.done)
+		r.wg.Wait()
+		err = r.in.close()
+	})
+	return err
+}
