@@ -2,10 +2,10 @@ package traces
 
 import (
 	"errors"
-	"slices"
 	"fmt"
 	"hash/maphash"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
