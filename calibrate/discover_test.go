@@ -157,3 +157,37 @@ func TestTelemetry(t *testing.T) {
 		t.Errorf("telemetry parquet rows %d", n)
 	}
 }
+
+// Streaming: many rows become several row groups and all read back; Emit gets
+// each round.
+func TestSampleWriterRowGroups(t *testing.T) {
+	path := t.TempDir() + "/s.parquet"
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, err := NewSampleWriter(f, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2*rowGroupRows+17; i++ {
+		if err := sw.Write(SampleRow{Cell: "c", Mode: ModeMPS, Group: "a+b", Repetition: 1, Phase: "measure",
+			Sample: Sample{Time: time.Unix(int64(i), 0), GPU: i % 8, ThrottleReasons: -1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if n := readParquetRows(t, path, SampleColumns(true)); n != 2*rowGroupRows+17 {
+		t.Errorf("rows %d", n)
+	}
+	p := fakeProbe(t)
+	var rounds [][]Sample
+	out, err := Telemetry(context.Background(), p, TelemetryOptions{Interval: 5 * time.Millisecond, Duration: 12 * time.Millisecond,
+		Emit: func(b []Sample) error { rounds = append(rounds, b); return nil }})
+	if err != nil || len(out) != 0 || len(rounds) < 2 || len(rounds[0]) != 8 {
+		t.Errorf("emit: %v, %d accumulated, %d rounds", err, len(out), len(rounds))
+	}
+}

@@ -65,16 +65,35 @@ func sampleSchema(withCell bool) *arrow.Schema {
 	return arrow.NewSchema(fs, nil)
 }
 
-// WriteSamplesParquet writes rows (in the given order) as one Parquet file with
-// Snappy compression. Unsupported numeric fields are written as -1.
-func WriteSamplesParquet(w io.Writer, rows []SampleRow, withCell bool) error {
+// SampleWriter streams sample rows into a Parquet file (Snappy compression),
+// one row group per Flush (automatic every rowGroupRows rows), so long telemetry
+// runs use bounded memory. Unsupported numeric fields are written as -1.
+type SampleWriter struct {
+	withCell bool
+	b        *array.RecordBuilder
+	fw       *pqarrow.FileWriter
+	n        int
+}
+
+const rowGroupRows = 8192
+
+// NewSampleWriter starts a Parquet file on w; withCell adds the five cell columns.
+func NewSampleWriter(w io.Writer, withCell bool) (*SampleWriter, error) {
 	schema := sampleSchema(withCell)
-	b := array.NewRecordBuilder(memory.NewGoAllocator(), schema)
-	defer b.Release()
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy))
+	fw, err := pqarrow.NewFileWriter(schema, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		return nil, fmt.Errorf("parquet: %w", err)
+	}
+	return &SampleWriter{withCell: withCell, b: array.NewRecordBuilder(memory.NewGoAllocator(), schema), fw: fw}, nil
+}
+
+// Write appends rows in order.
+func (sw *SampleWriter) Write(rows ...SampleRow) error {
 	for _, r := range rows {
 		i := 0
-		next := func() array.Builder { f := b.Field(i); i++; return f }
-		if withCell {
+		next := func() array.Builder { f := sw.b.Field(i); i++; return f }
+		if sw.withCell {
 			next().(*array.StringBuilder).Append(r.Cell)
 			next().(*array.StringBuilder).Append(r.Mode)
 			next().(*array.StringBuilder).Append(r.Group)
@@ -93,20 +112,49 @@ func WriteSamplesParquet(w io.Writer, rows []SampleRow, withCell bool) error {
 		next().(*array.Float64Builder).Append(s.PCIeTxKBps)
 		next().(*array.Int64Builder).Append(s.ECCCorrected)
 		next().(*array.Int64Builder).Append(s.ECCUncorrected)
+		sw.n++
+		if sw.n >= rowGroupRows {
+			if err := sw.Flush(); err != nil {
+				return err
+			}
+		}
 	}
-	rec := b.NewRecord()
+	return nil
+}
+
+// Flush writes the buffered rows as a row group.
+func (sw *SampleWriter) Flush() error {
+	if sw.n == 0 {
+		return nil
+	}
+	rec := sw.b.NewRecord()
 	defer rec.Release()
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy))
-	fw, err := pqarrow.NewFileWriter(schema, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		return fmt.Errorf("parquet: %w", err)
-	}
-	if err := fw.Write(rec); err != nil {
-		fw.Close()
-		return fmt.Errorf("parquet: %w", err)
-	}
-	if err := fw.Close(); err != nil {
+	sw.n = 0
+	if err := sw.fw.Write(rec); err != nil {
 		return fmt.Errorf("parquet: %w", err)
 	}
 	return nil
+}
+
+// Close flushes and finishes the file (it does not close the underlying writer).
+func (sw *SampleWriter) Close() error {
+	defer sw.b.Release()
+	err := sw.Flush()
+	if cerr := sw.fw.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("parquet: %w", cerr)
+	}
+	return err
+}
+
+// WriteSamplesParquet writes rows (in the given order) as one Parquet file.
+func WriteSamplesParquet(w io.Writer, rows []SampleRow, withCell bool) error {
+	sw, err := NewSampleWriter(w, withCell)
+	if err != nil {
+		return err
+	}
+	if err := sw.Write(rows...); err != nil {
+		sw.Close()
+		return err
+	}
+	return sw.Close()
 }

@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +126,12 @@ func TestParseProgress(t *testing.T) {
 		v, ok := parseProgress(tc.line, nil)
 		if v != tc.v || ok != tc.ok {
 			t.Errorf("%q: got %v %v", tc.line, v, ok)
+		}
+	}
+	re := regexp.MustCompile(`rate=(\S+)`)
+	for line, want := range map[string]bool{"rate=12.5": true, "rate=inf": false, "rate=-3": false, "rate=x": false, "nope": false} {
+		if _, ok := parseProgress(line, re); ok != want {
+			t.Errorf("regex %q: ok=%v", line, ok)
 		}
 	}
 }

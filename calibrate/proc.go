@@ -92,7 +92,7 @@ func parseProgress(line string, re *regexp.Regexp) (float64, bool) {
 			return 0, false
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(sm[1]), 64)
-		if err != nil || v < 0 || v != v {
+		if err != nil || v < 0 || v != v || v > 1e300 {
 			return 0, false
 		}
 		return v, true

@@ -15,12 +15,16 @@ type TelemetryOptions struct {
 	GPUs []int
 	// Progress, when set, is called after each round of samples.
 	Progress func(round int, at time.Time)
+	// Emit, when set, receives each round's samples (GPU order) instead of
+	// Telemetry accumulating them; an Emit error stops sampling.
+	Emit func([]Sample) error
 }
 
 // Telemetry samples every selected GPU each Interval (the first round
 // immediately) until Duration has passed or ctx is cancelled, and returns the
-// samples in time then GPU order. Cancellation is not an error: the samples taken
-// so far are returned. A sample error aborts with the samples so far.
+// samples in time then GPU order (none when Emit is set: each round goes to Emit).
+// Cancellation is not an error: the samples taken so far are returned. A sample or
+// Emit error aborts with the samples so far.
 func Telemetry(ctx context.Context, p Probe, o TelemetryOptions) ([]Sample, error) {
 	if o.Interval <= 0 {
 		return nil, fmt.Errorf("interval must be > 0, got %s", o.Interval)
@@ -55,13 +59,21 @@ func Telemetry(ctx context.Context, p Probe, o TelemetryOptions) ([]Sample, erro
 	var out []Sample
 	now := start
 	for round := 0; ; round++ {
+		batch := make([]Sample, 0, len(gpus))
 		for _, g := range gpus {
 			s, err := p.Sample(g)
 			if err != nil {
 				return out, fmt.Errorf("GPU %d sample: %w", g, err)
 			}
 			s.Time, s.GPU = now.UTC(), g
-			out = append(out, s)
+			batch = append(batch, s)
+		}
+		if o.Emit != nil {
+			if err := o.Emit(batch); err != nil {
+				return out, err
+			}
+		} else {
+			out = append(out, batch...)
 		}
 		if o.Progress != nil {
 			o.Progress(round, now)

@@ -302,17 +302,32 @@ func RunCalibrateTelemetry(ctx context.Context, io *IO, o CalibrateTelemetryOpti
 			return UsageErrorf("--gpus: GPU %d does not exist (the node has %d)", g, n)
 		}
 	}
-	samples, err := calibrate.Telemetry(ctx, p, calibrate.TelemetryOptions{Interval: o.Interval, Duration: o.Duration, GPUs: o.GPUs})
-	if len(samples) > 0 {
-		if werr := fsutil.WriteFileAtomic(o.Out, func(w stdio.Writer) error {
-			return calibrate.WriteTelemetryParquet(w, samples)
-		}); werr != nil {
-			return RuntimeError(errors.Join(err, werr))
+	// Stream rounds into the (temporary, atomically renamed) Parquet file so long
+	// runs use bounded memory; a sampling error still keeps what was taken.
+	var total int
+	var serr error
+	werr := fsutil.WriteFileAtomic(o.Out, func(w stdio.Writer) error {
+		sw, err := calibrate.NewSampleWriter(w, false)
+		if err != nil {
+			return err
 		}
-		fmt.Fprintf(io.Out, "wrote %d samples to %s\n", len(samples), o.Out)
+		_, serr = calibrate.Telemetry(ctx, p, calibrate.TelemetryOptions{Interval: o.Interval, Duration: o.Duration, GPUs: o.GPUs,
+			Emit: func(batch []calibrate.Sample) error {
+				total += len(batch)
+				rows := make([]calibrate.SampleRow, len(batch))
+				for i, s := range batch {
+					rows[i] = calibrate.SampleRow{Sample: s}
+				}
+				return sw.Write(rows...)
+			}})
+		return sw.Close()
+	})
+	if werr != nil {
+		return RuntimeError(errors.Join(serr, werr))
 	}
-	if err != nil {
-		return RuntimeError(fmt.Errorf("telemetry: %w", err))
+	fmt.Fprintf(io.Out, "wrote %d samples to %s\n", total, o.Out)
+	if serr != nil {
+		return RuntimeError(fmt.Errorf("telemetry: %w", serr))
 	}
 	return nil
 }
