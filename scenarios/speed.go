@@ -10,7 +10,9 @@ import (
 // truth. Without the block, or with enabled: false, every job runs at speed 1.
 // The other fields are workloads.SpeedConfig (referenceModel, throughput, links,
 // classes; see docs/workloads.md); entries given replace the defaults of the same
-// key.
+// key. Unless links.spine is given, the spine link is derived from the fabric:
+// links.leaf bandwidth / cluster.fabric.oversubscription (default 1:1), with the
+// default spine latency.
 type SpeedModelSpec struct {
 	Enabled               bool `yaml:"enabled"`
 	workloads.SpeedConfig `yaml:",inline"`
@@ -34,7 +36,22 @@ func (s *Scenario) Speed() (sim.SpeedModel, error) {
 	if s.SpeedModel == nil || !s.SpeedModel.Enabled {
 		return nil, nil
 	}
-	m, err := workloads.NewSpeedModel(s.SpeedModel.SpeedConfig)
+	cfg := s.SpeedModel.SpeedConfig
+	if _, ok := cfg.Links["spine"]; !ok {
+		// The fabric's leaf-to-spine oversubscription sets the per-GPU bandwidth
+		// of crossing the spine: the leaf link's divided by the ratio.
+		links := make(map[string]workloads.Link, len(cfg.Links)+1)
+		for k, v := range cfg.Links {
+			links[k] = v
+		}
+		leaf, ok := links["leaf"]
+		if !ok {
+			leaf = workloads.DefaultLinks()["leaf"]
+		}
+		links["spine"] = workloads.Link{GBps: leaf.GBps / max(s.Cluster.Fabric.Oversubscription, 1), LatencyUS: workloads.DefaultLinks()["spine"].LatencyUS}
+		cfg.Links = links
+	}
+	m, err := workloads.NewSpeedModel(cfg)
 	if err != nil {
 		return nil, s.fieldErr("speedModel", err)
 	}
