@@ -470,3 +470,40 @@ func TestRunRefusesMIGMismatch(t *testing.T) {
 		t.Error("refused plan created its output directory")
 	}
 }
+
+// Triples: three members sharing one bucket each get (hold+gap)/(3*hold).
+func TestRunTriple(t *testing.T) {
+	f := newFixture(t)
+	p := f.plan(t, `groupSizes: [3]
+warmup: 100ms
+measure: 600ms
+repetitions: 1
+timeout: 10s
+stopGrace: 1s
+sampleInterval: 100ms
+workloads:
+  - name: a
+    command: [FAKE_EXE]
+    env: {GPUSIM_CAL_FAKE: bucket, FAKE_HOLD_MS: "10", FAKE_GAP_MS: "5"}
+`)
+	if _, err := Run(context.Background(), RunOptions{Probe: fakeProbe(t), Plan: p, OutDir: f.out}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadInterference(filepath.Join(f.out, InterferenceFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := m.Modes[0].Groups
+	if len(g) != 1 || len(g[0].Members) != 3 {
+		t.Fatalf("groups %+v", g)
+	}
+	const want = 15.0 / 30.0
+	for _, mb := range g[0].Members {
+		if math.Abs(mb.Mean-want) > 0.12 {
+			t.Errorf("triple member factor %.3f, want %.2f±0.12", mb.Mean, want)
+		}
+	}
+	if _, ok := m.Factor(ModeTimeslice, "a", "a"); ok {
+		t.Error("pair factor from a triple-only plan")
+	}
+}
