@@ -39,11 +39,11 @@ type Sweep struct {
 	Set  []string `yaml:"set"`
 	Grid Grid     `yaml:"grid"`
 
-	file  string
-	hash  string
-	root  *yaml.Node
-	lfld  string // load field path
-	axes  []axis
+	file string
+	hash string
+	root *yaml.Node
+	lfld string // load field path
+	axes []axis
 }
 
 // Grid is the set of values per axis; empty axes are not varied.
