@@ -62,7 +62,7 @@ func TestExampleSweep(t *testing.T) {
 			Template       struct {
 				Spec struct {
 					Containers []struct {
-						Env []struct{ Name, Value string }
+						Env  []struct{ Name, Value string }
 						Args []string
 					}
 				}
