@@ -131,8 +131,10 @@ func newTopoIndex(c *sim.Cluster) *topoIndex {
 	return t
 }
 
-// buddyChain orders the levels into a nested chain of strictly coarser partitions
-// (pcie -> socket -> node -> leaf -> spine on a DGX; NVLink joins where it nests).
+// buddyChain orders the levels into a chain of strictly coarser partitions, each
+// nesting in the next (pcie -> socket -> node -> leaf -> spine on a DGX, where
+// the NVLink island is the node; pcie -> node -> NVLink rack -> leaf on NVL72).
+// A level that does not nest in the last kept one is left out.
 func buddyChain(c *sim.Cluster) []sim.Level {
 	type lvl struct {
 		l    sim.Level
@@ -156,20 +158,14 @@ func buddyChain(c *sim.Cluster) []sim.Level {
 		return true
 	}
 	var chain []sim.Level
-	for i, x := range ls {
-		if len(chain) > 0 && len(c.Domains(chain[len(chain)-1])) == x.doms {
-			continue // same partition size as the finer level kept (e.g. NVLink = node)
-		}
-		ok := true
-		for _, y := range ls[i+1:] {
-			if y.doms < x.doms && !nests(x.l, y.l) {
-				ok = false
-				break
+	for _, x := range ls {
+		if len(chain) > 0 {
+			prev := chain[len(chain)-1]
+			if len(c.Domains(prev)) <= x.doms || !nests(prev, x.l) {
+				continue // same partition as a finer kept level (NVLink = node), or not nested
 			}
 		}
-		if ok {
-			chain = append(chain, x.l)
-		}
+		chain = append(chain, x.l)
 	}
 	return chain
 }

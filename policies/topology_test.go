@@ -313,6 +313,17 @@ func (r *spanRecorder) Observe(v *sim.View, e sim.Event) {
 // cells are split only when needed.
 func TestHivedBuddyCells(t *testing.T) {
 	c := Cluster(t, dgx(2, 2, 0))
+	if got := newTopoIndex(c).chain; !slices.Equal(got, []sim.Level{sim.LevelPCIe, sim.LevelSocket, sim.LevelNVLink, sim.LevelLeaf}) {
+		t.Errorf("DGX cell chain %v (NVLink = node on a DGX)", got)
+	}
+	var nvl []sim.NodeSpec
+	for i := range 36 {
+		nvl = append(nvl, sim.NodeSpec{Name: fmt.Sprintf("t%d", i), GPUModel: "B200", GPUs: 4, NVLinkSize: 4, PCIeSize: 2, SocketSize: 2,
+			NVLinkDomain: int32(1 + i/18), Leaf: int32(i / 18)})
+	}
+	if got := newTopoIndex(Cluster(t, nvl)).chain; !slices.Equal(got, []sim.Level{sim.LevelPCIe, sim.LevelNode, sim.LevelNVLink, sim.LevelSpine}) {
+		t.Errorf("NVL72 cell chain %v", got)
+	}
 	p := mustPlacer(t, "hived")
 	var pl Placement
 	step := func(j *sim.Job, want ...sim.GPUID) {
