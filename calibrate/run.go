@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -83,6 +84,15 @@ func Run(ctx context.Context, o RunOptions) (*Summary, error) {
 
 	if err := os.MkdirAll(filepath.Join(o.OutDir, LogsDir), 0o755); err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
+	}
+	// One run per directory: a second concurrent run would interleave the journal.
+	lock, err := os.OpenFile(filepath.Join(o.OutDir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("output directory: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return nil, fmt.Errorf("%s is in use by another gpusim calibrate run: %w", o.OutDir, err)
 	}
 	j, err := OpenJournal(filepath.Join(o.OutDir, JournalFile), p.Hash())
 	if err != nil {

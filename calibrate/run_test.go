@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -279,6 +280,16 @@ workloads:
 			t.Errorf("cell %s journaled %v, want exactly one ok", c.ID(), st)
 		}
 	}
+	// A concurrent run on the same directory is refused.
+	lk, _ := os.OpenFile(filepath.Join(f.out, ".lock"), os.O_RDWR, 0)
+	if err := syscall.Flock(int(lk.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), RunOptions{Probe: fakeProbe(t), Plan: p, OutDir: f.out}); err == nil ||
+		!strings.Contains(err.Error(), "in use by another") {
+		t.Errorf("concurrent run: got %v", err)
+	}
+	lk.Close()
 	// A different plan must not resume this journal.
 	p2 := *p
 	p2.Measure = time.Second
