@@ -70,6 +70,9 @@ func newTopoIndex(c *sim.Cluster) *topoIndex {
 		}
 		li.nodeLevel = true
 		for d := range doms {
+			if li.firstGPU[d] < 0 {
+				continue // no GPUs (a leaf or node of CPU-only machines): never a candidate
+			}
 			n := c.GPUNode(li.firstGPU[d])
 			if span[d] == 1 {
 				li.single[d] = n
@@ -142,7 +145,13 @@ func buddyChain(c *sim.Cluster) []sim.Level {
 	}
 	var ls []lvl
 	for l := sim.Level(0); l < sim.NumLevels; l++ {
-		ls = append(ls, lvl{l, len(c.Domains(l))})
+		n := 0
+		for _, d := range c.Domains(l) {
+			if d.GPUs > 0 {
+				n++
+			}
+		}
+		ls = append(ls, lvl{l, n})
 	}
 	// finer partitions (more domains) first; ties by level
 	slices.SortStableFunc(ls, func(a, b lvl) int { return cmp.Compare(b.doms, a.doms) })
@@ -158,14 +167,16 @@ func buddyChain(c *sim.Cluster) []sim.Level {
 		return true
 	}
 	var chain []sim.Level
+	prevDoms := 0
 	for _, x := range ls {
 		if len(chain) > 0 {
 			prev := chain[len(chain)-1]
-			if len(c.Domains(prev)) <= x.doms || !nests(prev, x.l) {
+			if prevDoms <= x.doms || !nests(prev, x.l) {
 				continue // same partition as a finer kept level (NVLink = node), or not nested
 			}
 		}
 		chain = append(chain, x.l)
+		prevDoms = x.doms
 	}
 	return chain
 }

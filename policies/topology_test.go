@@ -74,7 +74,7 @@ func checkPlacement(t testing.TB, c *sim.Cluster, j *sim.Job, pl *Placement) {
 	perNode := map[sim.NodeID]int64{}
 	for r, n := range pl.Nodes {
 		perNode[n]++
-		if model >= 0 && c.NodeModel(n) != model {
+		if s.GPUsPerReplica > 0 && model >= 0 && c.NodeModel(n) != model {
 			t.Fatalf("gang mixes GPU models")
 		}
 		model = c.NodeModel(n)
@@ -425,7 +425,8 @@ func TestPlacerArguments(t *testing.T) {
 }
 
 // mixedCluster: 4 DGX nodes (leaf 0), two GB200 NVL72-style racks of 4 trays x 4
-// GPUs sharing NVLink (leaf 1, spine 1), 3 PCIe L40S nodes without NVLink (leaf 2).
+// GPUs sharing NVLink (leaf 1, spine 1), 3 PCIe L40S nodes without NVLink (leaf
+// 2), one CPU-only node (leaf 3, spine 2).
 func mixedCluster(t testing.TB) *sim.Cluster {
 	nodes := dgx(4, 4, 0)
 	for i := range 8 {
@@ -436,6 +437,8 @@ func mixedCluster(t testing.TB) *sim.Cluster {
 		nodes = append(nodes, sim.NodeSpec{Name: fmt.Sprintf("l%d", i), GPUModel: "L40S", GPUs: 8, CPUMilli: 8000, MemoryMiB: 1 << 20,
 			NVLinkSize: 1, PCIeSize: 4, SocketSize: 4, NVLinkDomain: -1, Leaf: 2, Spine: 1})
 	}
+	// a CPU-only node alone in its leaf and spine (domains without GPUs)
+	nodes = append(nodes, sim.NodeSpec{Name: "cpu", CPUMilli: 64000, MemoryMiB: 1 << 20, NVLinkDomain: -1, Leaf: 3, Spine: 2})
 	return Cluster(t, nodes)
 }
 
@@ -457,7 +460,7 @@ func TestTopologyPlacersValidAndComplete(t *testing.T) {
 				use(t, c, g)
 			}
 		}
-		shapes := [][2]int32{{1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 8}, {2, 1}, {2, 4}, {3, 2}, {2, 8}, {5, 4}, {6, 1}}
+		shapes := [][2]int32{{1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 8}, {2, 1}, {2, 4}, {3, 2}, {2, 8}, {5, 4}, {6, 1}, {3, 0}}
 		sh := shapes[rng.IntN(len(shapes))]
 		j := job(sh[0], sh[1])
 		if rng.IntN(4) == 0 {
