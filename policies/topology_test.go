@@ -558,3 +558,81 @@ func TestTopologyBestFitAllocFree(t *testing.T) {
 		}
 	}
 }
+
+// bruteLevel is the tightest level with a domain that can hold j (brute force
+// over every node and GPU) and the fewest free GPUs among such domains;
+// sim.NumLevels when no single spine block can.
+func bruteLevel(c *sim.Cluster, j *sim.Job) (sim.Level, int32) {
+	s := &j.Spec
+	for l := sim.Level(0); l < sim.NumLevels; l++ {
+		best := int32(-1)
+		for d := range c.Domains(l) {
+			for m, model := range c.Models() {
+				if !s.AllowsModel(model) {
+					continue
+				}
+				var k int32
+				for n := sim.NodeID(0); int(n) < c.NumNodes(); n++ {
+					if c.NodeModel(n) != m || c.Node(n).GPUs == 0 {
+						continue
+					}
+					var f int32
+					first, end := c.NodeGPUs(n)
+					for g := first; g < end; g++ {
+						if c.GPUUsed(g) == 0 && c.GPUDomain(g, l) == int32(d) {
+							f++
+						}
+					}
+					k += hostable(c, n, s, f, 0)
+				}
+				if k >= s.Replicas {
+					if fr := c.DomainFree(l, int32(d)); best < 0 || fr < best {
+						best = fr
+					}
+				}
+			}
+		}
+		if best >= 0 {
+			return l, best
+		}
+	}
+	return sim.NumLevels, 0
+}
+
+// topology-best-fit lands in the tightest level that can hold the gang, in a
+// domain with the fewest free GPUs among those that can (brute-force oracle).
+func TestTopologyBestFitTightestLevel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	p := mustPlacer(t, "topology-best-fit")
+	var pl Placement
+	for iter := 0; iter < 200; iter++ {
+		c := mixedCluster(t)
+		for g := sim.GPUID(0); int64(g) < c.NumGPUs(); g++ {
+			if rng.IntN(100) < 50 {
+				use(t, c, g)
+			}
+		}
+		shapes := [][2]int32{{1, 1}, {1, 2}, {1, 3}, {2, 2}, {1, 4}, {3, 2}, {2, 4}, {4, 2}, {5, 2}}
+		sh := shapes[rng.IntN(len(shapes))]
+		j := job(sh[0], sh[1])
+		if rng.IntN(3) == 0 {
+			j.Spec.GPUModels = []string{c.Models()[rng.IntN(len(c.Models()))]}
+		}
+		want, wantFree := bruteLevel(c, j)
+		if !p.Place(c, j, &pl) {
+			if want < sim.NumLevels {
+				t.Fatalf("iter %d %dx%d: not placed, but level %s can hold it", iter, sh[0], sh[1], want)
+			}
+			continue
+		}
+		got := workloads.PlacementSpan(c, pl.GPUs)
+		if got != want {
+			t.Fatalf("iter %d %dx%d: span %s, want %s (GPUs %v)", iter, sh[0], sh[1], workloads.SpanName(got), workloads.SpanName(want), pl.GPUs)
+		}
+		if want < sim.NumLevels {
+			if f := c.DomainFree(want, c.GPUDomain(pl.GPUs[0], want)); f != wantFree {
+				t.Fatalf("iter %d %dx%d: chose a %s domain with %d free, best fit has %d", iter, sh[0], sh[1], want, f, wantFree)
+			}
+		}
+	}
+}
