@@ -43,7 +43,7 @@ type journalHeader struct {
 
 // Journal is the append-only record of finished cells (JSON lines, the first line
 // a header naming the plan's hash). Each entry is fsynced before the next cell
-// starts; a torn last line (crash mid-write) is ignored on reload.
+// starts; a torn last line (crash mid-write) is dropped on reload.
 type Journal struct {
 	path string
 	f    *os.File
@@ -62,8 +62,19 @@ func OpenJournal(path, planHash string) (*Journal, error) {
 	case err != nil:
 		return nil, fmt.Errorf("read journal: %w", err)
 	default:
-		if err := j.load(b, planHash); err != nil {
-			return nil, err
+		if n := len(b); n > 0 && b[n-1] != '\n' {
+			// A torn last line (interrupted mid-write): that cell is simply not
+			// done. Cut it off so later entries start on a clean line.
+			keep := bytes.LastIndexByte(b, '\n') + 1
+			if err := os.Truncate(path, int64(keep)); err != nil {
+				return nil, fmt.Errorf("journal %s: drop torn last line: %w", path, err)
+			}
+			b = b[:keep]
+		}
+		if len(b) > 0 {
+			if err := j.load(b, planHash); err != nil {
+				return nil, err
+			}
 		}
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -76,20 +87,12 @@ func OpenJournal(path, planHash string) (*Journal, error) {
 			f.Close()
 			return nil, err
 		}
-	} else if b[len(b)-1] != '\n' {
-		// Terminate a torn last line so the next entry starts on its own line.
-		if _, err := f.Write([]byte("\n")); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("journal %s: %w", path, err)
-		}
 	}
 	return j, nil
 }
 
 func (j *Journal) load(b []byte, planHash string) error {
-	lines := bytes.Split(b, []byte("\n"))
-	torn := len(b) > 0 && b[len(b)-1] != '\n'
-	for i, raw := range lines {
+	for i, raw := range bytes.Split(b, []byte("\n")) {
 		text := bytes.TrimSpace(raw)
 		if i == 0 {
 			var h journalHeader
@@ -106,9 +109,6 @@ func (j *Journal) load(b []byte, planHash string) error {
 		}
 		var r CellResult
 		if err := json.Unmarshal(text, &r); err != nil {
-			if torn && i == len(lines)-1 {
-				break // interrupted mid-write: that cell is simply not done
-			}
 			return fmt.Errorf("%s:%d: bad journal entry: %w", j.path, i+1, err)
 		}
 		if r.Status == "ok" {

@@ -274,7 +274,7 @@ workloads:
 	if sum.Skipped != 1 || sum.Measured != 3 {
 		t.Errorf("resume summary %+v, want 1 skipped, 3 measured", sum)
 	}
-	ids = journalIDs2(t, f.out)
+	ids = journalIDs(t, f.out) // strict: the torn line was dropped
 	for _, c := range p.Cells() {
 		if st := ids[c.ID()]; len(st) != 1 || st[0] != "ok" {
 			t.Errorf("cell %s journaled %v, want exactly one ok", c.ID(), st)
@@ -297,24 +297,6 @@ workloads:
 		!strings.Contains(err.Error(), "different plan") {
 		t.Errorf("changed plan: got %v", err)
 	}
-}
-
-// journalIDs2 is journalIDs tolerating the torn line the test injected.
-func journalIDs2(t *testing.T, dir string) map[string][]string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, JournalFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := map[string][]string{}
-	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var r CellResult
-		if i == 0 || json.Unmarshal([]byte(line), &r) != nil {
-			continue
-		}
-		ids[r.ID] = append(ids[r.ID], r.Status)
-	}
-	return ids
 }
 
 // A workload that never reports progress and ignores SIGTERM (with a child that
@@ -516,5 +498,47 @@ workloads:
 	}
 	if _, ok := m.Factor(ModeTimeslice, "a", "a"); ok {
 		t.Error("pair factor from a triple-only plan")
+	}
+}
+
+func TestJournalErrors(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, JournalFile)
+	for _, tc := range []struct{ content, want string }{
+		{"hello\n", "not a gpusim calibrate journal"},
+		{`{"journal":"gpusim-calibrate","planHash":"abc"}` + "\n", "different plan"},
+		{`{"journal":"gpusim-calibrate","planHash":"h"}` + "\n{bad\n" + `{"id":"x","status":"ok"}` + "\n", ":2: bad journal entry"},
+	} {
+		os.WriteFile(path, []byte(tc.content), 0o644)
+		if _, err := OpenJournal(path, "h"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want %q", tc.content, err, tc.want)
+		}
+	}
+	// A torn last line is dropped and the next entry starts on a fresh line.
+	os.WriteFile(path, []byte(`{"journal":"gpusim-calibrate","planHash":"h"}`+"\n"+`{"id":"a","status":"ok"}`+"\n"+`{"id":"b","sta`), 0o644)
+	j, err := OpenJournal(path, "h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Record(CellResult{ID: "c", Status: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	j, err = OpenJournal(path, "h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if len(j.Done) != 2 || j.Done["a"].ID != "a" || j.Done["c"].ID != "c" {
+		t.Errorf("done %v", j.Done)
+	}
+}
+
+func TestRunMPSStartFailure(t *testing.T) {
+	f := newFixture(t)
+	p := f.plan(t, "modes: [mps]\nmeasure: 100ms\nmps: {controlCommand: /nonexistent/mps-control}\nworkloads:\n  - {name: a, command: 'true'}\n")
+	_, err := Run(context.Background(), RunOptions{Probe: fakeProbe(t), Plan: p, OutDir: f.out})
+	if err == nil || !strings.Contains(err.Error(), "start MPS control daemon") {
+		t.Errorf("got %v", err)
 	}
 }
