@@ -557,6 +557,15 @@ func TestTopologyBestFitAllocFree(t *testing.T) {
 			t.Errorf("%dx%d: %.1f allocs per Place", j.Spec.Replicas, j.Spec.GPUsPerReplica, a)
 		}
 	}
+	// Mixed cluster (in-node NVLink islands, NVL72 racks): same.
+	c = mixedCluster(t)
+	use(t, c, 1, 33, 50, 70)
+	for _, j := range jobs[:5] {
+		p.Place(c, j, &pl)
+		if a := testing.AllocsPerRun(20, func() { p.Place(c, j, &pl) }); a != 0 {
+			t.Errorf("mixed %dx%d: %.1f allocs per Place", j.Spec.Replicas, j.Spec.GPUsPerReplica, a)
+		}
+	}
 }
 
 // bruteLevel is the tightest level with a domain that can hold j (brute force
