@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -284,4 +285,25 @@ func groupHasLive(pgid int) bool {
 		}
 	}
 	return false
+}
+
+// The run functions are usable without flag parsing; a cancelled context is an
+// interrupt (exit 1) after which nothing is half-written.
+func TestRunCalibrateRunCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out := filepath.Join(t.TempDir(), "out")
+	var o, e bytes.Buffer
+	err := RunCalibrateRun(ctx, &IO{Out: &o, Err: &e}, CalibrateRunOptions{
+		CalibrateProbeOptions: CalibrateProbeOptions{Fake: true}, Plan: shellPlan(t, ""), OutDir: out})
+	if exitCode(err) != ExitRuntime || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("got %v (exit %d)", err, exitCode(err))
+	}
+	if _, err := os.Stat(filepath.Join(out, "interference.yaml")); err == nil {
+		t.Error("cancelled run wrote interference.yaml")
+	}
+	err = RunCalibrateDiscover(&IO{Out: &o, Err: &e}, CalibrateDiscoverOptions{CalibrateProbeOptions: CalibrateProbeOptions{Fake: true}, JSON: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
