@@ -26,8 +26,10 @@ type ReadOptions struct {
 }
 
 // JobReader streams a job trace. Next returns io.EOF after the last job; a bad row
-// is returned as a *RowError (the reader should not be used after a non-EOF error).
-// Report describes the rows read so far. Close releases the file.
+// is returned as a *RowError, and once Next has returned an error it returns that
+// error again. Report describes the rows read so far. Close releases the file and
+// stops any parsing goroutines; it must be called. Jobs may share their GPUModels
+// slices: do not modify them.
 type JobReader interface {
 	Next() (sim.JobSpec, error)
 	Report() *ImportReport
@@ -113,7 +115,28 @@ func OpenJobsWith(format, path string, opts ReadOptions) (JobReader, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w %q (job formats: %s)", ErrUnknownFormat, format, strings.Join(JobFormats(), ", "))
 	}
-	return f.open(path, opts)
+	r, err := f.open(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &stickyReader{JobReader: r}, nil
+}
+
+// stickyReader repeats the first error of Next (io.EOF included).
+type stickyReader struct {
+	JobReader
+	err error
+}
+
+func (s *stickyReader) Next() (sim.JobSpec, error) {
+	if s.err != nil {
+		return sim.JobSpec{}, s.err
+	}
+	j, err := s.JobReader.Next()
+	if err != nil {
+		s.err = err
+	}
+	return j, err
 }
 
 // ReadJobs reads a whole job trace of the given format with default options. For
