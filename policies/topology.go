@@ -35,6 +35,7 @@ type levelIndex struct {
 	single    []sim.NodeID // per domain: its node when it lies within one node, else -1
 	whole     []bool       // per domain: it is made of whole nodes
 	firstGPU  []sim.GPUID  // per domain: its lowest GPU
+	maxGPUs   int32        // GPUs of the largest domain
 	multi     []int32      // domains spanning several nodes (NVL72 racks, leaves, spines), ascending
 	start     []int32      // CSR over domains: nodes of multi-node domains, ascending
 	nodes     []sim.NodeID
@@ -73,6 +74,7 @@ func newTopoIndex(c *sim.Cluster) *topoIndex {
 			if li.firstGPU[d] < 0 {
 				continue // no GPUs (a leaf or node of CPU-only machines): never a candidate
 			}
+			li.maxGPUs = max(li.maxGPUs, doms[d].GPUs)
 			n := c.GPUNode(li.firstGPU[d])
 			if span[d] == 1 {
 				li.single[d] = n

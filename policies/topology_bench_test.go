@@ -10,21 +10,26 @@ import (
 )
 
 // BenchmarkTopologyReplay replays 1M synthetic jobs (default class mix, 90%
-// offered load) on 10,240 GPUs (1,280 DGX H100 nodes, 32 per leaf) with the
-// topology-aware placements under fifo and easy-backfill. The target is
-// fifo + topology-best-fit under 20 s on 2 cores. Run with
+// offered load) on 10,240 GPUs (1,280 DGX H100 nodes, 32 per leaf) with
+// topology-best-fit under fifo and easy-backfill (best-fit as the baseline), and
+// 100k jobs on the same cluster with tas, hived and binpack. The target
+// is fifo + topology-best-fit under 20 s on 2 cores. Run with
 //
 //	go test ./policies -run '^$' -bench BenchmarkTopologyReplay -benchtime 1x -benchmem
 func BenchmarkTopologyReplay(b *testing.B) {
-	for _, size := range []struct{ nodes, jobs int }{{16, 10_000}, {1280, 1_000_000}} {
+	type rc struct{ policy, placement string }
+	all := []rc{{"fifo", "best-fit"}, {"fifo", "topology-best-fit"}, {"easy-backfill", "topology-best-fit"},
+		{"fifo", "tas:preferred=leaf"}, {"fifo", "hived"}, {"fifo", "binpack:gpu=1"}}
+	for _, size := range []struct {
+		nodes, jobs int
+		runs        []rc
+	}{{16, 10_000, all}, {1280, 100_000, all[3:]}, {1280, 1_000_000, all[:3]}} {
 		if testing.Short() && size.jobs > 100_000 {
 			continue
 		}
 		var c *sim.Cluster
 		var jobs []sim.JobSpec
-		for _, pc := range []struct{ policy, placement string }{
-			{"fifo", "best-fit"}, {"fifo", "topology-best-fit"}, {"easy-backfill", "topology-best-fit"},
-		} {
+		for _, pc := range size.runs {
 			b.Run(fmt.Sprintf("policy=%s/placement=%s/jobs=%d/gpus=%d", pc.policy, pc.placement, size.jobs, size.nodes*8), func(b *testing.B) {
 				if c == nil {
 					specs := dgx(size.nodes, 32, 0)
@@ -44,7 +49,7 @@ func BenchmarkTopologyReplay(b *testing.B) {
 				b.ResetTimer()
 				var events int64
 				for i := 0; i < b.N; i++ {
-					pol, err := New(pc.policy, yamlParams(b, "placement: "+pc.placement))
+					pol, err := New(pc.policy, yamlParams(b, "placement: \""+pc.placement+"\""))
 					if err != nil {
 						b.Fatal(err)
 					}

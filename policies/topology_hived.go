@@ -13,7 +13,8 @@ import (
 // GPUs free) at the lowest level whose cells hold T GPUs and the gang's replicas;
 // among free cells it prefers the buddies of used cells: the cell whose highest
 // wholly free ancestor is lowest (so a free cell under a split parent goes before
-// splitting a larger free cell), ties lowest id. Inside the cell replicas fill
+// splitting a larger free cell); ties go to the cell on the node with the fewest
+// free GPUs, then the lowest id (cells spanning nodes after single-node ones). Inside the cell replicas fill
 // nodes and GPUs in id order (the buddy split). When no free cell holds the gang,
 // strict=true leaves it waiting (ReasonTopology); the default (strict=false) packs
 // it onto free GPUs of used cells as topology-best-fit does.
@@ -81,9 +82,12 @@ func (p *hivedPlacer) placeModel(c *sim.Cluster, out *Placement) bool {
 	s := p.s
 	T := s.TotalGPUs()
 	ch := p.ti.chain
+	// Candidates are visited by (free GPUs of their node, node id, id), so the
+	// first with the lowest possible height wins and ends the search.
 	if T == 1 {
 		// single-GPU cells: any free GPU, preferring one whose parent cell is used
 		bestG, bestH := sim.GPUID(-1), math.MaxInt
+	search:
 		for k := int32(1); k <= c.MaxGPUsPerNode(); k++ {
 			for n := c.NextNodeWithFree(p.m, k, 0); n >= 0; n = c.NextNodeWithFree(p.m, k, n+1) {
 				if hostable(c, n, s, k, 0) == 0 {
@@ -101,8 +105,11 @@ func (p *hivedPlacer) placeModel(c *sim.Cluster, out *Placement) bool {
 							h = p.height(c, 0, g)
 						}
 					}
-					if h < bestH || h == bestH && g < bestG {
+					if h < bestH {
 						bestG, bestH = g, h
+						if h == -1 {
+							break search
+						}
 					}
 				}
 			}
@@ -116,23 +123,20 @@ func (p *hivedPlacer) placeModel(c *sim.Cluster, out *Placement) bool {
 	}
 	for ci, l := range ch {
 		li := &p.ti.lv[l]
+		if li.maxGPUs < T {
+			continue // cells too small
+		}
 		doms := c.Domains(l)
 		bestD, bestH := int32(-1), math.MaxInt
 		consider := func(d int32) {
 			if doms[d].GPUs < T || c.DomainFree(l, d) != doms[d].GPUs {
 				return
 			}
-			h := p.height(c, ci, li.firstGPU[d])
-			if h > bestH || h == bestH && d > bestD {
-				return
-			}
-			if p.domainCap(c, l, d, s.Replicas) >= s.Replicas {
+			if h := p.height(c, ci, li.firstGPU[d]); h < bestH && p.domainCap(c, l, d, s.Replicas) >= s.Replicas {
 				bestD, bestH = d, h
 			}
 		}
-		for _, d := range li.multi {
-			consider(d)
-		}
+	cells:
 		for k := T; k <= c.MaxGPUsPerNode(); k++ {
 			for n := c.NextNodeWithFree(p.m, k, 0); n >= 0; n = c.NextNodeWithFree(p.m, k, n+1) {
 				first, end := c.NodeGPUs(n)
@@ -142,9 +146,17 @@ func (p *hivedPlacer) placeModel(c *sim.Cluster, out *Placement) bool {
 						prev = d
 						if li.single[d] >= 0 {
 							consider(d)
+							if bestH == ci {
+								break cells
+							}
 						}
 					}
 				}
+			}
+		}
+		if bestH > ci {
+			for _, d := range li.multi { // cells spanning nodes come after single-node ones
+				consider(d)
 			}
 		}
 		if bestD >= 0 {
