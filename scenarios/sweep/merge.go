@@ -13,7 +13,8 @@ import (
 )
 
 // WriteOutputs writes a sweep table into dir (created if missing), each file
-// atomically: sweep.csv, sweep.parquet, sweep.json (meta) and sweep.md.
+// atomically: sweep.csv, sweep.parquet, sweep.json (meta), sweep.md and, when
+// the grid has a numeric axis, sweep.png and sweep.svg (reports.SweepTable.Figure).
 func WriteOutputs(dir string, t *reports.SweepTable, m *Meta) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -32,6 +33,17 @@ func WriteOutputs(dir string, t *reports.SweepTable, m *Meta) error {
 		return t.WriteMarkdown(w, title)
 	}); err != nil {
 		return err
+	}
+	if f := t.Figure(m.Name); f != nil {
+		for _, format := range []string{"png", "svg"} {
+			b, err := f.Render(format)
+			if err != nil {
+				return err
+			}
+			if err := fsutil.WriteBytesAtomic(filepath.Join(dir, f.Name+"."+format), b); err != nil {
+				return err
+			}
+		}
 	}
 	b, err := MarshalMeta(m)
 	if err != nil {
