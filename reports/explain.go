@@ -194,15 +194,15 @@ func EstimateStart(nodes []sim.NodeSpec, jobs []JobRow, lastStartU map[string]in
 	}
 	est.NodesWithRoom, est.FreeNow, est.BestNode = room()
 	// Possible on the empty cluster?
-	var cap int
+	var capRep int
 	for i, n := range nodes {
 		if allowed[i] && spec.GPUsPerReplica > 0 {
-			cap += int(n.GPUs / spec.GPUsPerReplica)
+			capRep += int(n.GPUs / spec.GPUsPerReplica)
 		} else if allowed[i] {
-			cap += int(spec.Replicas)
+			capRep += int(spec.Replicas)
 		}
 	}
-	est.Possible = cap >= int(spec.Replicas)
+	est.Possible = capRep >= int(spec.Replicas)
 	if !est.Possible {
 		return est
 	}
@@ -258,7 +258,7 @@ func (x *Explanation) WriteText(w io.Writer) error {
 		j.Class, QueueName(j.Queue), UserName(j.User), FormatDuration(int64(math.Round(j.Estimate*1e6))), j.State)
 	b.WriteString("\ntimeline:\n")
 	for _, s := range x.Steps {
-		fmt.Fprintf(&b, "  %-24s %-8s", fmtT(s.TimeU), s.Kind)
+		fmt.Fprintf(&b, "  %-32s %-8s", fmtT(s.TimeU), s.Kind)
 		switch s.Kind {
 		case "arrive":
 			b.WriteString(" submitted")
@@ -288,7 +288,7 @@ func (x *Explanation) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  last placement: %s\n", strings.ReplaceAll(j.Nodes, "|", ", "))
 	}
 	if j.State == sim.StatePending.String() {
-		fmt.Fprintf(&b, "  %-24s %-8s still pending when the run stopped\n", fmtT(x.EndU), "end")
+		fmt.Fprintf(&b, "  %-32s %-8s still pending when the run stopped\n", fmtT(x.EndU), "end")
 	}
 	fmt.Fprintf(&b, "\ntime pending: %s", FormatDuration(x.PendingU))
 	if len(x.Pending) == 0 {
