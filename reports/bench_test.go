@@ -54,3 +54,29 @@ func BenchmarkWriteRunDir1M(b *testing.B) {
 		b.Logf("summarize %v, write %v", t1.Sub(t0), time.Since(t1))
 	}
 }
+
+// BenchmarkBuildReport100k measures a report over one run of 100,000 jobs and
+// 300,000 events (events are read for the per-queue share plot):
+// go test -run X -bench BuildReport100k -benchtime 1x ./reports
+func BenchmarkBuildReport100k(b *testing.B) {
+	res := bigResult(b, 100_000)
+	dir := b.TempDir()
+	if err := WriteRunDir(dir+"/run", res, Summarize(res, Provenance{}, time.Second)); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		rep, err := LoadReport([]string{dir + "/run"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		qs := QueueShares(rep.Runs[0])
+		t2 := time.Now()
+		if err := rep.Write(dir + "/report"); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("load %v, queue shares %v (%d queues), write %v", t1.Sub(t0), t2.Sub(t1), len(qs.Queues), time.Since(t2))
+	}
+}
