@@ -290,8 +290,14 @@ func (x *Explanation) WriteText(w io.Writer) error {
 	if j.State == sim.StatePending.String() {
 		fmt.Fprintf(&b, "  %-32s %-8s still pending when the run stopped\n", fmtT(x.EndU), "end")
 	}
+	if len(x.Steps) == 0 {
+		fmt.Fprintf(&b, "  no events: submitted at %s, after the run stopped at %s\n",
+			fmtT(int64(math.Round(j.Submit*1e6))), fmtT(x.EndU))
+	}
 	fmt.Fprintf(&b, "\ntime pending: %s", FormatDuration(x.PendingU))
-	if len(x.Pending) == 0 {
+	if len(x.Steps) == 0 {
+		b.WriteString(" (not arrived)\n")
+	} else if len(x.Pending) == 0 {
 		b.WriteString(" (started when it arrived)\n")
 	} else {
 		b.WriteString(", by last recorded reason:\n")
