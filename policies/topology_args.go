@@ -62,15 +62,28 @@ func (a *placerArgs) str(key string) (string, bool) {
 	return "", false
 }
 
-// level parses key as a topology level name.
+// levelAliases are the names other schedulers give the sim levels (Kueue's
+// example Topology levels block/rack/hostname, the gpu.clique label, NUMA).
+var levelAliases = map[string]sim.Level{
+	"clique":   sim.LevelNVLink,
+	"numa":     sim.LevelSocket,
+	"hostname": sim.LevelNode,
+	"rack":     sim.LevelLeaf,
+	"block":    sim.LevelSpine,
+}
+
+// level parses key as a topology level name (or an alias in levelAliases).
 func (a *placerArgs) level(key string) (sim.Level, bool, error) {
 	v, ok := a.str(key)
 	if !ok {
 		return 0, false, nil
 	}
+	if l, ok := levelAliases[v]; ok {
+		return l, true, nil
+	}
 	l, err := sim.ParseLevel(v)
 	if err != nil {
-		return 0, true, fmt.Errorf("%s: %w", key, err)
+		return 0, true, fmt.Errorf("%s: %w (aliases: clique, numa, hostname, rack, block)", key, err)
 	}
 	return l, true, nil
 }

@@ -398,13 +398,13 @@ func TestPlacerArguments(t *testing.T) {
 		}
 	}
 	for _, ok := range []string{"tas:required=leaf", "tas:preferred=nvlink,algorithm=least-free-capacity", "tas:unconstrained=true",
-		"hived:strict=true", "binpack:gpu=2,cpu=0.5,memory=0"} {
+		"hived:strict=true", "binpack:gpu=2,cpu=0.5,memory=0", "tas:required=rack", "tas:preferred=clique"} {
 		if _, err := NewPlacer(ok); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
 	for bad, want := range map[string]string{
-		"tas:required=rack":                `required: unknown topology level "rack"`,
+		"tas:required=zone":                `required: unknown topology level "zone"`,
 		"tas:required=leaf,preferred=node": "give at most one",
 		"tas:algorithm=worst":              "algorithm: want best-fit or least-free-capacity",
 		"tas:zone=1":                       `unknown argument "zone"`,
