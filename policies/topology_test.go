@@ -221,10 +221,10 @@ func yamlParams(t testing.TB, s string) *yaml.Node {
 }
 
 // Acceptance (c): on a mixed synthetic workload with the speed model on,
-// spreading gangs (spread) crosses leaves more often than packing them
-// (topology-best-fit): the mean communication slowdown, the mean run-time
-// stretch (run time / reference duration, the speed model's effect alone) and the
-// mean JCT are all higher.
+// spreading gangs (spread) crosses leaves more often than packing them (best-fit,
+// topology-best-fit): the mean communication slowdown, the mean run-time stretch
+// (run time / reference duration, the speed model's effect alone) and the mean
+// JCT are all higher. topology-best-fit crosses leaves no more than best-fit.
 func TestSpeedModelPackVsSpread(t *testing.T) {
 	c := Cluster(t, dgx(16, 4, 0))
 	syn := workloads.DefaultSynthetic()
@@ -269,16 +269,24 @@ func TestSpeedModelPackVsSpread(t *testing.T) {
 		o.cross = float64(rec.cross) / float64(rec.multi)
 		return o
 	}
-	pack, spr := run("topology-best-fit"), run("spread")
+	pack, bf, spr := run("topology-best-fit"), run("best-fit"), run("spread")
 	for _, x := range []struct {
 		name string
 		o    out
-	}{{"topology-best-fit", pack}, {"spread", spr}} {
+	}{{"topology-best-fit", pack}, {"best-fit", bf}, {"spread", spr}} {
 		t.Logf("%-17s mean JCT %5.0f s, run-time stretch %.4f, multi-GPU jobs: mean slowdown %.4f, %4.1f%% cross leaves",
 			x.name, x.o.jct, x.o.stretch, x.o.slow, 100*x.o.cross)
 	}
-	if !(spr.slow > pack.slow && spr.cross > pack.cross && spr.stretch > pack.stretch && spr.jct > pack.jct) {
-		t.Errorf("spread should be slower: pack %+v, spread %+v", pack, spr)
+	for _, p := range []struct {
+		name string
+		o    out
+	}{{"topology-best-fit", pack}, {"best-fit", bf}} {
+		if !(spr.slow > p.o.slow && spr.cross > p.o.cross && spr.stretch > p.o.stretch && spr.jct > p.o.jct) {
+			t.Errorf("spread should be slower than %s: %+v, spread %+v", p.name, p.o, spr)
+		}
+	}
+	if !(pack.slow <= bf.slow && pack.cross <= bf.cross) {
+		t.Errorf("topology-best-fit should cross leaves no more than best-fit: %+v vs %+v", pack, bf)
 	}
 }
 
