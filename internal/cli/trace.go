@@ -35,13 +35,13 @@ func init() {
 'gpusim trace formats'); the native format is CSV, or Parquet for *.parquet.
 See docs/traces.md for every format and column.`,
 		}
-		cmd.AddCommand(traceStatsCmd(io), traceConvertCmd(io), traceFormatsCmd(io))
+		cmd.AddCommand(traceStatsCmd(io), traceConvertCmd(io), traceFormatsCmd(io), traceNodesCmd(io))
 		return cmd
 	})
 }
 
 func traceStatsCmd(io *IO) *cobra.Command {
-	var format string
+	var format, cluster, clusterFormat string
 	var asJSON, strict bool
 	var gpus int64
 	c := &cobra.Command{
@@ -50,11 +50,23 @@ func traceStatsCmd(io *IO) *cobra.Command {
 		Long: `Summarise a job trace: rows imported and skipped (with reasons), submit span,
 GPU-request histogram (fractional shares included), total GPU demand, duration and
 inter-arrival percentiles (nearest rank), per-queue/class/user counts and, with
---gpus, the offered load on a cluster of that many GPUs.`,
+--gpus N or --cluster NODES.csv, the offered load on a cluster of that many GPUs.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if gpus < 0 {
 				return UsageErrorf("--gpus must be >= 0")
+			}
+			if cluster != "" {
+				if gpus > 0 {
+					return UsageErrorf("--gpus and --cluster are exclusive")
+				}
+				nodes, err := traces.ReadNodes(clusterFormat, cluster)
+				if err != nil {
+					return traceErr(err)
+				}
+				for _, n := range nodes {
+					gpus += int64(n.GPUs)
+				}
 			}
 			r, err := traces.OpenJobsWith(format, args[0], traces.ReadOptions{Strict: strict})
 			if err != nil {
@@ -75,6 +87,58 @@ inter-arrival percentiles (nearest rank), per-queue/class/user counts and, with
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	c.Flags().BoolVar(&strict, "strict", false, "treat rows an importer would skip as errors")
 	c.Flags().Int64Var(&gpus, "gpus", 0, "cluster size in GPUs for the offered load (0 = not shown)")
+	c.Flags().StringVar(&cluster, "cluster", "", "node list whose GPU count sizes the offered load")
+	c.Flags().StringVar(&clusterFormat, "cluster-format", traces.FormatOpenBNodes, "format of --cluster (see 'gpusim trace formats')")
+	return c
+}
+
+func traceNodesCmd(io *IO) *cobra.Command {
+	var format string
+	c := &cobra.Command{
+		Use:   "nodes FILE",
+		Short: "Summarise a node list: nodes, GPUs, CPU and memory per pool",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			nodes, err := traces.ReadNodes(format, args[0])
+			if err != nil {
+				return traceErr(err)
+			}
+			type agg struct {
+				nodes        int
+				gpus         int64
+				cpuMilli     int64
+				memMiB       int64
+				shapesByName map[string]int
+			}
+			pools := map[string]*agg{}
+			var names []string
+			var total agg
+			for _, n := range nodes {
+				a := pools[n.Pool]
+				if a == nil {
+					a = &agg{shapesByName: map[string]int{}}
+					pools[n.Pool] = a
+					names = append(names, n.Pool)
+				}
+				for _, x := range []*agg{a, &total} {
+					x.nodes++
+					x.gpus += int64(n.GPUs)
+					x.cpuMilli += n.CPUMilli
+					x.memMiB += n.MemoryMiB
+				}
+				a.shapesByName[fmt.Sprintf("%d GPUs, %d mCPU, %d MiB", n.GPUs, n.CPUMilli, n.MemoryMiB)]++
+			}
+			tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "pool\tnodes\tGPUs\tCPU (cores)\tmemory (GiB)\tnode shapes")
+			for _, p := range names {
+				a := pools[p]
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%g\t%g\t%d\n", p, a.nodes, a.gpus, float64(a.cpuMilli)/1000, float64(a.memMiB)/1024, len(a.shapesByName))
+			}
+			fmt.Fprintf(tw, "total\t%d\t%d\t%g\t%g\t\n", total.nodes, total.gpus, float64(total.cpuMilli)/1000, float64(total.memMiB)/1024)
+			return RuntimeError(tw.Flush())
+		},
+	}
+	c.Flags().StringVarP(&format, "format", "f", traces.FormatOpenBNodes, "node-list format (see 'gpusim trace formats')")
 	return c
 }
 

@@ -105,3 +105,25 @@ func TestTraceExitCodes(t *testing.T) {
 		t.Fatalf("%d %s", code, out)
 	}
 }
+
+func TestTraceNodesAndClusterLoad(t *testing.T) {
+	nodesFile := "../../traces/testdata/alibaba-openb-2023/openb_node_list_gpu_node.csv"
+	code, out, errs := runTraceCLI("trace", "nodes", nodesFile)
+	total := ""
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "total") {
+			total = strings.Join(strings.Fields(l), " ")
+		}
+	}
+	if code != 0 || total != "total 1213 6212 107018 492020" {
+		t.Fatalf("%d %s\n%s", code, errs, out)
+	}
+	code, a, _ := runTraceCLI("trace", "stats", openbDefault, "-f", "openb-pods", "--json", "--gpus", "6212")
+	code2, b, _ := runTraceCLI("trace", "stats", openbDefault, "-f", "openb-pods", "--json", "--cluster", nodesFile)
+	if code != 0 || code2 != 0 || a != b {
+		t.Fatalf("--cluster differs from --gpus 6212:\n%s\n%s", a, b)
+	}
+	if code, _, errs := runTraceCLI("trace", "nodes", openbDefault); code != ExitUsage || !strings.Contains(errs, "missing required column") {
+		t.Fatalf("%d %s", code, errs)
+	}
+}
