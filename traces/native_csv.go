@@ -27,6 +27,11 @@ type nativeCSVReader struct {
 	pos   int
 	err   error // sticky: io.EOF or the first error
 	once  sync.Once
+	// Batch buffers are recycled through free lists: records by the workers,
+	// lines and jobs by Next.
+	recFree  chan []string
+	lineFree chan []int
+	jobFree  chan []sim.JobSpec
 }
 
 type rawBatch struct {
@@ -64,6 +69,9 @@ func openNativeCSV(path string, opts ReadOptions) (JobReader, error) {
 	}
 	workers := min(max(runtime.GOMAXPROCS(0)-1, 1), 8)
 	r.order = make(chan chan parsedBatch, workers+1)
+	r.recFree = make(chan []string, workers+4)
+	r.lineFree = make(chan []int, workers+4)
+	r.jobFree = make(chan []sim.JobSpec, workers+4)
 	r.done = make(chan struct{})
 	work := make(chan workItem)
 	r.wg.Add(1 + workers)
@@ -80,7 +88,7 @@ func (r *nativeCSVReader) produce(work chan<- workItem) {
 	defer close(r.order)
 	width := len(r.in.header)
 	for {
-		b := rawBatch{recs: make([]string, 0, nativeBatch*width), lines: make([]int, 0, nativeBatch)}
+		b := rawBatch{recs: r.getRecs(width), lines: r.getLines()}
 		for len(b.lines) < nativeBatch {
 			err := r.in.next()
 			if err == io.EOF {
@@ -117,7 +125,7 @@ func (r *nativeCSVReader) parse(work <-chan workItem) {
 	f := csvFields{idx: r.idx}
 	width := len(r.in.header)
 	for it := range work {
-		pb := parsedBatch{jobs: make([]sim.JobSpec, 0, len(it.b.lines)), lines: it.b.lines, eof: it.b.eof}
+		pb := parsedBatch{jobs: r.getJobs(), lines: it.b.lines, eof: it.b.eof}
 		for k, line := range it.b.lines {
 			f.rec = it.b.recs[k*width : (k+1)*width]
 			j, err := nativeRow(&f, r.in.file, line, intern)
@@ -131,6 +139,8 @@ func (r *nativeCSVReader) parse(work <-chan workItem) {
 			pb.err = it.b.err
 			_, pb.errRow = it.b.err.(*RowError)
 		}
+		clear(it.b.recs)
+		put(r.recFree, it.b.recs[:0])
 		it.res <- pb
 	}
 }
@@ -170,6 +180,10 @@ func (r *nativeCSVReader) Next() (sim.JobSpec, error) {
 			r.err = io.EOF
 			continue
 		}
+		if r.cur.jobs != nil {
+			put(r.jobFree, r.cur.jobs[:0])
+			put(r.lineFree, r.cur.lines[:0])
+		}
 		r.cur, r.pos = <-res, 0
 	}
 }
@@ -185,4 +199,39 @@ func (r *nativeCSVReader) Close() error {
 		err = r.in.close()
 	})
 	return err
+}
+
+func (r *nativeCSVReader) getRecs(width int) []string {
+	select {
+	case v := <-r.recFree:
+		return v
+	default:
+		return make([]string, 0, nativeBatch*width)
+	}
+}
+
+func (r *nativeCSVReader) getLines() []int {
+	select {
+	case v := <-r.lineFree:
+		return v
+	default:
+		return make([]int, 0, nativeBatch)
+	}
+}
+
+func (r *nativeCSVReader) getJobs() []sim.JobSpec {
+	select {
+	case v := <-r.jobFree:
+		return v
+	default:
+		return make([]sim.JobSpec, 0, nativeBatch)
+	}
+}
+
+// put returns a buffer to a free list unless the list is full.
+func put[T any](free chan T, v T) {
+	select {
+	case free <- v:
+	default:
+	}
 }
