@@ -86,7 +86,9 @@ func (r *csvJobReader) Next() (sim.JobSpec, error) {
 			r.rep.Rows++
 		}
 		if err == nil {
-			if verr := j.Validate(); verr != nil {
+			if col, msg := checkLimits(&j); col != "" {
+				err = &skipError{Reason: "value out of range", Detail: col + ": " + msg}
+			} else if verr := j.Validate(); verr != nil {
 				err = &skipError{Reason: "invalid job", Detail: verr.Error()}
 			}
 		}

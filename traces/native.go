@@ -169,10 +169,35 @@ func nativeRow(src fieldSource, file string, line int, in interner) (sim.JobSpec
 	if j.MemoryMiB < 0 {
 		return bad(cMemory, "must be >= 0, got %d", j.MemoryMiB)
 	}
+	if col, msg := checkLimits(&j); col != "" {
+		return sim.JobSpec{}, rowErr(file, line, col, "%s", msg)
+	}
 	if err := j.Validate(); err != nil {
 		return sim.JobSpec{}, validationRowErr(file, line, err)
 	}
 	return j, nil
+}
+
+// Limits that keep jobs far from integer overflow in the engine.
+const (
+	maxGangGPUs = 1 << 24           // replicas x gpus
+	maxTimeUS   = int64(1e12) * 1e6 // 10^12 seconds (about 31,700 years)
+)
+
+// checkLimits returns the column and message of a value beyond the limits above
+// (col is "" when the job is within them).
+func checkLimits(j *sim.JobSpec) (col, msg string) {
+	switch {
+	case int64(j.Replicas)*int64(j.GPUsPerReplica) > maxGangGPUs:
+		return "gpus", fmt.Sprintf("gang of %d x %d GPUs is too large (at most %d GPUs)", j.Replicas, j.GPUsPerReplica, maxGangGPUs)
+	case int64(j.Submit) > maxTimeUS:
+		return "submit_s", "time beyond 10^12 seconds"
+	case int64(j.Duration) > maxTimeUS:
+		return "duration_s", "time beyond 10^12 seconds"
+	case int64(j.Walltime) > maxTimeUS:
+		return "walltime_s", "time beyond 10^12 seconds"
+	}
+	return "", ""
 }
 
 // validationRowErr turns a sim.JobSpec.Validate error ("field: msg; ...") into a

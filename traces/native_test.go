@@ -124,6 +124,8 @@ func TestNativeBadRows(t *testing.T) {
 		{"bad quote", hdr + "a,0,1,1,1,1000,\"x\n", "F:2: malformed CSV"},
 		{"duplicate id", hdr + "a,0,1,1,1,1000,\nb,0,1,1,1,1000,\na,0,1,1,1,1000,\n", `F:4: column id: duplicate job id "a" (first on line 2)`},
 		{"overflow int", hdr + "a,0,99999999999,1,1,1000,\n", "F:2: column gpus: bad integer"},
+		{"huge gang", hdr + "a,0,65536,1,65536,1000,\n", "F:2: column gpus: gang of 65536 x 65536 GPUs is too large"},
+		{"huge time", hdr + "a,1e15,1,1,1,1000,\n", "F:2: column submit_s: time beyond 10^12 seconds"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -121,7 +121,9 @@ func (p *phillyReader) Next() (sim.JobSpec, error) {
 			}
 		}
 		if err == nil {
-			if verr := j.Validate(); verr != nil {
+			if col, msg := checkLimits(&j); col != "" {
+				err = &skipError{Reason: "value out of range", Detail: col + ": " + msg}
+			} else if verr := j.Validate(); verr != nil {
 				err = &skipError{Reason: "invalid job", Detail: verr.Error()}
 			}
 		}
