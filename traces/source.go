@@ -20,18 +20,23 @@ import (
 //  3. Window: keep jobs with start_s <= submit < end_s and re-base submit to
 //     submit - start_s;
 //  4. sort by (submit, id) and keep the first Limit jobs;
-//  5. LoadScale (seeded, stream "trace/resample");
+//  5. LoadScale, or TargetLoad (LoadOn only): resampling seeded by the stream
+//     "trace/resample";
 //  6. TimeScale: multiply every submit time (durations and walltimes unchanged).
 //
 // The result is sorted by (submit, id).
 type TraceSource struct {
-	Format    string       `yaml:"format"`
-	Path      string       `yaml:"path"`
-	Filter    TraceFilter  `yaml:"filter"`
-	TimeScale float64      `yaml:"timeScale"` // multiplies submit times; 0 means 1; < 1 compresses arrivals (raises load)
-	LoadScale float64      `yaml:"loadScale"` // 0 means 1; > 1 adds resampled copies; < 1 keeps a random subset
-	Window    *TraceWindow `yaml:"window"`
-	Limit     int          `yaml:"limit"` // keep the first N jobs after filter and window; 0 = all
+	Format    string      `yaml:"format"`
+	Path      string      `yaml:"path"`
+	Filter    TraceFilter `yaml:"filter"`
+	TimeScale float64     `yaml:"timeScale"` // multiplies submit times; 0 means 1; < 1 compresses arrivals (raises load)
+	LoadScale float64     `yaml:"loadScale"` // 0 means 1; > 1 adds resampled copies; < 1 keeps a random subset
+	// TargetLoad, when > 0, resamples (like LoadScale) by the factor that brings the
+	// offered load on the cluster (GPU-seconds of demand / (cluster GPUs x submit
+	// span)) to this value. Exclusive with loadScale; needs LoadOn.
+	TargetLoad float64      `yaml:"targetLoad"`
+	Window     *TraceWindow `yaml:"window"`
+	Limit      int          `yaml:"limit"` // keep the first N jobs after filter and window; 0 = all
 }
 
 // TraceFilter keeps the jobs matching every non-empty list.
@@ -66,6 +71,11 @@ func (t *TraceSource) Validate() sim.FieldErrors {
 	}
 	if !finite(t.LoadScale) || t.LoadScale < 0 || t.LoadScale > 1000 {
 		fe.Add("loadScale", "must be in [0, 1000] (0 means 1), got %v", t.LoadScale)
+	}
+	if !finite(t.TargetLoad) || t.TargetLoad < 0 || t.TargetLoad > 1000 {
+		fe.Add("targetLoad", "must be in [0, 1000] (0 = not used), got %v", t.TargetLoad)
+	} else if t.TargetLoad > 0 && t.LoadScale > 0 {
+		fe.Add("targetLoad", "set loadScale or targetLoad, not both")
 	}
 	if w := t.Window; w != nil {
 		if !finite(w.Start) || w.Start < 0 {
@@ -134,8 +144,18 @@ func ResolvePath(baseDir, path string) string {
 // with notes on what the filter, window, limit and scaling removed or added. An
 // empty result is an error.
 func (t *TraceSource) Load(baseDir string, seed uint64) ([]sim.JobSpec, *ImportReport, error) {
+	return t.LoadOn(baseDir, seed, 0)
+}
+
+// LoadOn is Load for a cluster of clusterGPUs GPUs, which TargetLoad needs (an
+// error when TargetLoad is set and clusterGPUs <= 0). The resampling factor is
+// TargetLoad / (offered load after filter, window and limit).
+func (t *TraceSource) LoadOn(baseDir string, seed uint64, clusterGPUs int64) ([]sim.JobSpec, *ImportReport, error) {
 	if err := t.Validate().Err(); err != nil {
 		return nil, nil, err
+	}
+	if t.TargetLoad > 0 && clusterGPUs <= 0 {
+		return nil, nil, fmt.Errorf("targetLoad needs the cluster size (GPUs)")
 	}
 	r, err := OpenJobs(t.Format, ResolvePath(baseDir, t.Path))
 	if err != nil {
@@ -185,12 +205,24 @@ func (t *TraceSource) Load(baseDir string, seed uint64) ([]sim.JobSpec, *ImportR
 	if len(jobs) == 0 {
 		return nil, rep, fmt.Errorf("%s: no jobs left after filter/window/limit (%d rows read)", t.Path, rep.Rows)
 	}
-	if t.LoadScale > 0 && t.LoadScale != 1 {
+	factor := t.LoadScale
+	if t.TargetLoad > 0 {
+		now := OfferedLoad(jobs, clusterGPUs)
+		if now <= 0 {
+			return nil, rep, fmt.Errorf("%s: targetLoad: the trace has no GPU demand over a positive submit span", t.Path)
+		}
+		factor = t.TargetLoad / now
+		if factor > 1000 {
+			return nil, rep, fmt.Errorf("%s: targetLoad %g needs %.0fx the trace's jobs (offered load %.4g on %d GPUs); at most 1000x", t.Path, t.TargetLoad, factor, now, clusterGPUs)
+		}
+		rep.Notes = append(rep.Notes, fmt.Sprintf("targetLoad %g: offered load %.4g on %d GPUs, resampling factor %.4g", t.TargetLoad, now, clusterGPUs, factor))
+	}
+	if factor > 0 && factor != 1 {
 		before := len(jobs)
-		jobs = Resample(jobs, t.LoadScale, seed)
-		rep.Notes = append(rep.Notes, fmt.Sprintf("loadScale %g: %d -> %d jobs", t.LoadScale, before, len(jobs)))
+		jobs = Resample(jobs, factor, seed)
+		rep.Notes = append(rep.Notes, fmt.Sprintf("resampled x%.4g: %d -> %d jobs", factor, before, len(jobs)))
 		if len(jobs) == 0 {
-			return nil, rep, fmt.Errorf("%s: loadScale %g left no jobs", t.Path, t.LoadScale)
+			return nil, rep, fmt.Errorf("%s: resampling x%.4g left no jobs", t.Path, factor)
 		}
 	}
 	if t.TimeScale > 0 && t.TimeScale != 1 {
@@ -199,6 +231,27 @@ func (t *TraceSource) Load(baseDir string, seed uint64) ([]sim.JobSpec, *ImportR
 	}
 	SortJobs(jobs)
 	return jobs, rep, nil
+}
+
+// OfferedLoad is the GPU demand of jobs (replicas x gpus x share x duration, in
+// GPU-seconds) divided by clusterGPUs x the submit span; 0 when the span or the
+// cluster is empty.
+func OfferedLoad(jobs []sim.JobSpec, clusterGPUs int64) float64 {
+	if len(jobs) == 0 || clusterGPUs <= 0 {
+		return 0
+	}
+	lo, hi := jobs[0].Submit, jobs[0].Submit
+	demand := 0.0
+	for i := range jobs {
+		j := &jobs[i]
+		lo, hi = min(lo, j.Submit), max(hi, j.Submit)
+		demand += float64(j.GPUDemandMilli()) / 1000 * j.Duration.Seconds()
+	}
+	span := hi.Sub(lo).Seconds()
+	if span <= 0 {
+		return 0
+	}
+	return demand / (float64(clusterGPUs) * span)
 }
 
 // SortJobs sorts jobs by (Submit, ID), the engine's canonical order.
