@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -49,10 +50,22 @@ func NativeArrowSchema() *arrow.Schema {
 // NativeParquetWriter writes jobs as a native Parquet file with the schema of
 // NativeArrowSchema: one row group per 131072 jobs, plain encoding, snappy
 // compression (repeated text such as queues compresses well and writing stays
-// fast). Columns are buffered as plain slices and written with Parquet's typed
-// column writers.
+// fast). Columns are buffered as plain slices; full row groups are encoded by a
+// background goroutine while Write fills the next one. An encoding error is
+// returned by a later Write or by Close. Close must be called.
 type NativeParquetWriter struct {
-	fw   *file.Writer
+	fw     *file.Writer
+	cur    *pqCols
+	todo   chan *pqCols
+	free   chan *pqCols
+	exited chan struct{}
+	encErr error       // the encoder's first error; read after failed or exited
+	failed atomic.Bool // set after encErr
+	done   bool
+}
+
+// pqCols is one row group of buffered column values.
+type pqCols struct {
 	n    int
 	f64  [numNativeCols][]float64
 	i32  [numNativeCols][]int32
@@ -60,7 +73,15 @@ type NativeParquetWriter struct {
 	text [numNativeCols][]byte  // concatenated strings of a text column
 	ends [numNativeCols][]int32 // end offset of each string in text
 	ba   []parquet.ByteArray
-	done bool
+}
+
+func (c *pqCols) reset() {
+	c.n = 0
+	for i := 0; i < numNativeCols; i++ {
+		c.f64[i], c.i32[i], c.i64[i] = c.f64[i][:0], c.i32[i][:0], c.i64[i][:0]
+		c.text[i], c.ends[i] = c.text[i][:0], c.ends[i][:0]
+	}
+	c.ba = c.ba[:0]
 }
 
 var nativeParquetSchema = func() *schema.GroupNode {
@@ -99,12 +120,38 @@ func NewNativeParquetWriter(w io.Writer) (*NativeParquetWriter, error) {
 		parquet.WithMaxRowGroupLength(parquetBatch),
 		parquet.WithCreatedBy("gpusim"),
 	)
-	return &NativeParquetWriter{fw: file.NewParquetWriter(w, nativeParquetSchema, file.WithWriterProps(props))}, nil
+	p := &NativeParquetWriter{
+		fw:     file.NewParquetWriter(w, nativeParquetSchema, file.WithWriterProps(props)),
+		cur:    &pqCols{},
+		todo:   make(chan *pqCols, 1),
+		free:   make(chan *pqCols, 2),
+		exited: make(chan struct{}),
+	}
+	go p.encoder()
+	return p, nil
 }
 
-func (p *NativeParquetWriter) str(c int, s string) {
-	p.text[c] = append(p.text[c], s...)
-	p.ends[c] = append(p.ends[c], int32(len(p.text[c])))
+// encoder writes the row groups handed over by Write, in order.
+func (p *NativeParquetWriter) encoder() {
+	defer close(p.exited)
+	for c := range p.todo {
+		if p.encErr == nil {
+			if err := p.encode(c); err != nil {
+				p.encErr = err
+				p.failed.Store(true)
+			}
+		}
+		c.reset()
+		select {
+		case p.free <- c:
+		default:
+		}
+	}
+}
+
+func (b *pqCols) str(c int, s string) {
+	b.text[c] = append(b.text[c], s...)
+	b.ends[c] = append(b.ends[c], int32(len(b.text[c])))
 }
 
 // Write appends one job.
@@ -112,42 +159,51 @@ func (p *NativeParquetWriter) Write(j *sim.JobSpec) error {
 	if p.done {
 		return errors.New("parquet writer is closed")
 	}
-	p.str(cID, string(j.ID))
-	p.f64[cSubmit] = append(p.f64[cSubmit], sim.Duration(j.Submit).Seconds())
-	p.i32[cGPUs] = append(p.i32[cGPUs], j.GPUsPerReplica)
-	p.f64[cDuration] = append(p.f64[cDuration], j.Duration.Seconds())
-	p.i32[cReplicas] = append(p.i32[cReplicas], j.Replicas)
-	p.f64[cWalltime] = append(p.f64[cWalltime], j.Walltime.Seconds())
-	p.i32[cGPUMilli] = append(p.i32[cGPUMilli], int32(j.GPUMilli))
+	if p.failed.Load() {
+		return p.encErr
+	}
+	b := p.cur
+	b.str(cID, string(j.ID))
+	b.f64[cSubmit] = append(b.f64[cSubmit], sim.Duration(j.Submit).Seconds())
+	b.i32[cGPUs] = append(b.i32[cGPUs], j.GPUsPerReplica)
+	b.f64[cDuration] = append(b.f64[cDuration], j.Duration.Seconds())
+	b.i32[cReplicas] = append(b.i32[cReplicas], j.Replicas)
+	b.f64[cWalltime] = append(b.f64[cWalltime], j.Walltime.Seconds())
+	b.i32[cGPUMilli] = append(b.i32[cGPUMilli], int32(j.GPUMilli))
 	switch len(j.GPUModels) {
 	case 0:
-		p.str(cGPUModel, "")
+		b.str(cGPUModel, "")
 	case 1:
-		p.str(cGPUModel, j.GPUModels[0])
+		b.str(cGPUModel, j.GPUModels[0])
 	default:
-		p.str(cGPUModel, strings.Join(j.GPUModels, "|"))
+		b.str(cGPUModel, strings.Join(j.GPUModels, "|"))
 	}
-	p.str(cQueue, j.Queue)
-	p.str(cUser, j.User)
-	p.str(cTeam, j.Team)
+	b.str(cQueue, j.Queue)
+	b.str(cUser, j.User)
+	b.str(cTeam, j.Team)
 	if j.Class == sim.ClassUnknown {
-		p.str(cClass, "")
+		b.str(cClass, "")
 	} else {
-		p.str(cClass, string(j.Class))
+		b.str(cClass, string(j.Class))
 	}
-	p.i32[cPriority] = append(p.i32[cPriority], j.Priority)
-	p.i64[cCPUMilli] = append(p.i64[cCPUMilli], j.CPUMilli)
-	p.i64[cMemory] = append(p.i64[cMemory], j.MemoryMiB)
-	p.n++
-	if p.n >= parquetBatch {
-		return p.flush()
+	b.i32[cPriority] = append(b.i32[cPriority], j.Priority)
+	b.i64[cCPUMilli] = append(b.i64[cCPUMilli], j.CPUMilli)
+	b.i64[cMemory] = append(b.i64[cMemory], j.MemoryMiB)
+	b.n++
+	if b.n >= parquetBatch {
+		p.todo <- b
+		select {
+		case p.cur = <-p.free:
+		default:
+			p.cur = &pqCols{}
+		}
 	}
 	return nil
 }
 
-// flush writes the buffered jobs as one row group.
-func (p *NativeParquetWriter) flush() (err error) {
-	if p.n == 0 {
+// encode writes one buffered row group.
+func (p *NativeParquetWriter) encode(b *pqCols) (err error) {
+	if b.n == 0 {
 		return nil
 	}
 	defer func() {
@@ -163,23 +219,19 @@ func (p *NativeParquetWriter) flush() (err error) {
 		}
 		switch w := cw.(type) {
 		case *file.Float64ColumnChunkWriter:
-			_, err = w.WriteBatch(p.f64[c], nil, nil)
-			p.f64[c] = p.f64[c][:0]
+			_, err = w.WriteBatch(b.f64[c], nil, nil)
 		case *file.Int32ColumnChunkWriter:
-			_, err = w.WriteBatch(p.i32[c], nil, nil)
-			p.i32[c] = p.i32[c][:0]
+			_, err = w.WriteBatch(b.i32[c], nil, nil)
 		case *file.Int64ColumnChunkWriter:
-			_, err = w.WriteBatch(p.i64[c], nil, nil)
-			p.i64[c] = p.i64[c][:0]
+			_, err = w.WriteBatch(b.i64[c], nil, nil)
 		case *file.ByteArrayColumnChunkWriter:
-			p.ba = p.ba[:0]
+			b.ba = b.ba[:0]
 			start := int32(0)
-			for _, e := range p.ends[c] {
-				p.ba = append(p.ba, parquet.ByteArray(p.text[c][start:e]))
+			for _, e := range b.ends[c] {
+				b.ba = append(b.ba, parquet.ByteArray(b.text[c][start:e]))
 				start = e
 			}
-			_, err = w.WriteBatch(p.ba, nil, nil)
-			p.text[c], p.ends[c] = p.text[c][:0], p.ends[c][:0]
+			_, err = w.WriteBatch(b.ba, nil, nil)
 		default:
 			err = fmt.Errorf("unexpected column writer %T", cw)
 		}
@@ -190,17 +242,21 @@ func (p *NativeParquetWriter) flush() (err error) {
 			return err
 		}
 	}
-	p.n = 0
 	return rg.Close()
 }
 
-// Close flushes the last row group and writes the footer.
+// Close encodes the last row group, waits for the encoder and writes the footer.
 func (p *NativeParquetWriter) Close() error {
 	if p.done {
 		return nil
 	}
 	p.done = true
-	err := p.flush()
+	if p.cur.n > 0 {
+		p.todo <- p.cur
+	}
+	close(p.todo)
+	<-p.exited
+	err := p.encErr
 	if cerr := p.fw.Close(); err == nil {
 		err = cerr
 	}
