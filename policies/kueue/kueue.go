@@ -90,8 +90,10 @@ type workload struct {
 	assign   []frQ    // quota held while admitted
 	models   []string // GPU models allowed by the assigned flavors (nil = job's own)
 	admitSeq int64
-	evicting bool // preempted, terminating
-	waitVict int  // victims this preemptor waits for
+	evicting bool  // preempted, terminating
+	waitVict int   // victims this preemptor waits for
+	reserved []frQ // quota held since it issued preemptions
+	queued   bool  // in its ClusterQueue's queue
 	parked   bool
 }
 
@@ -114,6 +116,7 @@ type clusterQueue struct {
 	heap       []*workload
 	parked     []*workload
 	admitted   []*workload // by admission order
+	sticky     *workload   // BestEffortFIFO preemptor that keeps the head
 }
 
 // Kueue is the kueue policy. See the package documentation for what is simulated.
@@ -136,6 +139,7 @@ type Kueue struct {
 	tmp        sim.Job
 	warnings   []string
 	pendingErr error
+	cycles     int64
 }
 
 type eviction struct {
@@ -387,19 +391,30 @@ func (k *Kueue) less(a, b *workload) bool {
 	return a.job.Ref < b.job.Ref
 }
 
+// push inserts w into its queue (kept sorted by Kueue's order).
 func (k *Kueue) push(w *workload) {
+	if w.queued {
+		return
+	}
 	cq := w.cq
 	i := sort.Search(len(cq.heap), func(i int) bool { return k.less(w, cq.heap[i]) })
 	cq.heap = slices.Insert(cq.heap, i, w)
+	w.queued = true
 }
 
 func (k *Kueue) removeFromQueue(w *workload) {
 	cq := w.cq
-	if i := slices.Index(cq.heap, w); i >= 0 {
-		cq.heap = slices.Delete(cq.heap, i, i+1)
+	if w.queued {
+		i := sort.Search(len(cq.heap), func(i int) bool { return !k.less(cq.heap[i], w) })
+		if i < len(cq.heap) && cq.heap[i] == w {
+			cq.heap = slices.Delete(cq.heap, i, i+1)
+		}
+		w.queued = false
 	}
-	if i := slices.Index(cq.parked, w); i >= 0 {
-		cq.parked = slices.Delete(cq.parked, i, i+1)
+	if w.parked {
+		if i := slices.Index(cq.parked, w); i >= 0 {
+			cq.parked = slices.Delete(cq.parked, i, i+1)
+		}
 		w.parked = false
 	}
 }
@@ -414,8 +429,18 @@ func (k *Kueue) unpark(cq *clusterQueue) {
 		}
 		for _, w := range c.parked {
 			w.parked = false
-			k.push(w)
+			w.queued = true
 		}
+		c.heap = append(c.heap, c.parked...)
+		slices.SortFunc(c.heap, func(a, b *workload) int {
+			if k.less(a, b) {
+				return -1
+			}
+			if k.less(b, a) {
+				return 1
+			}
+			return 0
+		})
 		c.parked = c.parked[:0]
 	}
 }
@@ -450,7 +475,7 @@ func (k *Kueue) Observe(v *sim.View, e sim.Event) {
 		}
 	case sim.EvPreempt:
 		// Our own eviction took effect: quota was released when it was applied.
-		if w != nil && w.state == wlPending && !slices.Contains(w.cq.heap, w) {
+		if w != nil && w.state == wlPending && !w.parked {
 			k.push(w)
 		}
 	}

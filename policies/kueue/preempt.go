@@ -29,8 +29,11 @@ func (k *Kueue) targets(e *entry) []*workload {
 	cross := false
 	for _, cq := range k.cqs {
 		own := cq == C
-		if !own && (C.reclaim == "Never" || cq.node.root() != C.node.root() || C.node.parent == nil) {
+		if own && C.within == "Never" {
 			continue
+		}
+		if !own && (C.reclaim == "Never" || C.node.parent == nil || cq.node.root() != C.node.root() || !k.borrowingOn(cq, e.assign)) {
+			continue // only ClusterQueues above their nominal quota on what we need lose workloads
 		}
 		for _, x := range cq.admitted {
 			if x.evicting || !needs(x) {

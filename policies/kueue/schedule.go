@@ -10,17 +10,18 @@ import (
 // maxCyclesPerPoint bounds the back-to-back admission cycles run at one virtual
 // time (each real Kueue cycle takes milliseconds; a cycle that admits nothing ends
 // the sequence earlier).
-const maxCyclesPerPoint = 10000
+const maxCyclesPerPoint = 1000
 
 type entry struct {
 	w      *workload
 	mode   mode
 	assign []frQ
 	models []string
-	borrow int // borrowing level (0 = within nominal)
+	borrow int  // borrowing level (0 = within nominal)
+	held   bool // held a reservation from its preemption
 }
 
-// Schedule runs due evictions, then admission cycles until one admits nothing,
+// Schedule runs due evictions, then admission cycles until one changes nothing,
 // then places admitted workloads on nodes (kube-scheduler's role).
 func (k *Kueue) Schedule(v *sim.View, p *sim.Plan) error {
 	if k.wls == nil {
@@ -44,6 +45,7 @@ func (k *Kueue) Schedule(v *sim.View, p *sim.Plan) error {
 	k.evictions = keep
 	// 2. Admission cycles.
 	for c := 0; c < maxCyclesPerPoint; c++ {
+		k.cycles++
 		if k.cycle(v, p) == 0 {
 			break
 		}
@@ -94,8 +96,17 @@ func (k *Kueue) evict(p *sim.Plan, ev eviction) error {
 	return nil
 }
 
-// head returns the first workload of cq's queue (parked ones are not in it).
+// head returns the first workload of cq's queue (parked ones are not in it). A
+// sticky preemptor (BestEffortFIFO, waiting for or just after its evictions) stays
+// the head until it is admitted or turns out unschedulable, so workloads returned
+// from the inadmissible set cannot overtake it (Kueue#6929).
 func (k *Kueue) head(cq *clusterQueue) *workload {
+	if s := cq.sticky; s != nil {
+		if s.state == wlPending && s.queued {
+			return s
+		}
+		cq.sticky = nil
+	}
 	if len(cq.heap) == 0 {
 		return nil
 	}
@@ -104,6 +115,8 @@ func (k *Kueue) head(cq *clusterQueue) *workload {
 
 // cycle is one Kueue scheduling cycle: one head per ClusterQueue, nominate,
 // order, process (re-checking fit against admissions made earlier in the cycle).
+// It returns how many heads changed state (admitted, parked, or started
+// preempting); cycles repeat at one virtual time until that is zero.
 func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
 	var entries []*entry
 	for _, cq := range k.cqs {
@@ -115,14 +128,22 @@ func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
 			p.Wait(w.job.Ref, sim.ReasonPreempting) // sticky: waits for its victims
 			continue
 		}
-		entries = append(entries, k.nominate(v, w))
+		held := len(w.reserved) > 0
+		k.unreserve(w)
+		e := k.nominate(v, w)
+		e.held = held
+		entries = append(entries, e)
 	}
 	if len(entries) == 0 {
 		return 0
 	}
-	// Classical ordering: non-borrowing first, higher priority, older, id.
+	// Classical ordering: entries already holding quota (preemptors whose victims
+	// terminated) first, then non-borrowing, higher priority, older, id.
 	sort.SliceStable(entries, func(a, b int) bool {
 		ea, eb := entries[a], entries[b]
+		if ea.held != eb.held {
+			return ea.held
+		}
 		if ea.borrow != eb.borrow {
 			return ea.borrow < eb.borrow
 		}
@@ -135,13 +156,17 @@ func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
 		w := e.w
 		switch e.mode {
 		case modeNoFit:
-			k.requeueInadmissible(w)
+			if k.requeueInadmissible(w) {
+				admitted++ // parked: the next head gets its turn in the next cycle
+			}
 			p.Wait(w.job.Ref, sim.ReasonQuota)
 			continue
 		case modePreempt:
 			targets := k.targets(e)
 			if len(targets) == 0 {
-				k.requeueInadmissible(w)
+				if k.requeueInadmissible(w) {
+					admitted++
+				}
 				p.Wait(w.job.Ref, sim.ReasonQuota)
 				continue
 			}
@@ -158,6 +183,14 @@ func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
 				k.evictions = append(k.evictions, eviction{w: t, by: w, at: now.Add(k.grace)})
 			}
 			w.waitVict += len(targets)
+			// The preemptor reserves its quota now, so no other workload (of this
+			// cycle or a later one) takes what its victims free; it is admitted
+			// once they have terminated.
+			k.reserve(w, e.assign)
+			admitted++
+			if !w.cq.strict {
+				w.cq.sticky = w
+			}
 			p.Wait(w.job.Ref, sim.ReasonPreempting)
 			continue
 		}
@@ -183,13 +216,38 @@ func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
 	return admitted
 }
 
-func (k *Kueue) requeueInadmissible(w *workload) {
-	if w.cq.strict {
-		return // StrictFIFO: the head stays and blocks its queue
+// requeueInadmissible parks a BestEffortFIFO head that cannot be admitted, together
+// with every queued workload of the same ClusterQueue that is equivalent for
+// scheduling (same requests and allowed models) and has no higher priority: Kueue's
+// SchedulingEquivalenceHashing bulk-moves them to the inadmissible set, since they
+// would fail the same way. They return on the next relevant event.
+func (k *Kueue) requeueInadmissible(w *workload) bool {
+	cq := w.cq
+	if cq.strict {
+		return false // StrictFIFO: the head stays and blocks its queue
 	}
 	k.removeFromQueue(w)
 	w.parked = true
-	w.cq.parked = append(w.cq.parked, w)
+	cq.parked = append(cq.parked, w)
+	keep := cq.heap[:0]
+	for _, o := range cq.heap {
+		if o.prio <= w.prio && equivalent(&o.job.Spec, &w.job.Spec) {
+			o.queued = false
+			o.parked = true
+			cq.parked = append(cq.parked, o)
+			continue
+		}
+		keep = append(keep, o)
+	}
+	clear(cq.heap[len(keep):])
+	cq.heap = keep
+	return true
+}
+
+// equivalent reports whether two jobs request the same resources on the same models.
+func equivalent(a, b *sim.JobSpec) bool {
+	return a.Replicas == b.Replicas && a.GPUsPerReplica == b.GPUsPerReplica && a.GPUMilli == b.GPUMilli &&
+		a.CPUMilli == b.CPUMilli && a.MemoryMiB == b.MemoryMiB && slices.Equal(a.GPUModels, b.GPUModels)
 }
 
 func (k *Kueue) admit(w *workload, e *entry) {
@@ -366,4 +424,21 @@ func capacityReason(c *sim.Cluster, w *workload) sim.Reason {
 		return sim.ReasonTopology
 	}
 	return sim.ReasonNoCapacity
+}
+
+// reserve adds a preemptor's requests to its queue's usage until it is admitted.
+func (k *Kueue) reserve(w *workload, assign []frQ) {
+	k.unreserve(w)
+	w.reserved = append(w.reserved[:0], assign...)
+	for _, a := range assign {
+		w.cq.node.addUsage(a.fr, a.q)
+	}
+}
+
+// unreserve drops a preemptor's reservation.
+func (k *Kueue) unreserve(w *workload) {
+	for _, a := range w.reserved {
+		w.cq.node.addUsage(a.fr, -a.q)
+	}
+	w.reserved = w.reserved[:0]
 }
