@@ -22,6 +22,18 @@ func TestExamplesRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if sc.Experiment != nil {
+				fr, err := RunFill(context.Background(), sc, RunOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range fr {
+					if r.Summary.Fill.GPUAllocationRatio < 80 || len(r.Summary.Fill.Curve) != 131 {
+						t.Errorf("%s: fill result %+v", r.Label, r.Summary.Fill.GPUAllocationRatio)
+					}
+				}
+				return
+			}
 			runs, err := Run(context.Background(), sc, RunOptions{NoLog: true})
 			if err != nil {
 				t.Fatal(err)

@@ -84,6 +84,9 @@ func (s *Scenario) Select(names []string) ([]int, error) {
 // its own engine (in parallel up to opts.Parallel). Each result is identical to
 // running that policy alone. Results come back in selection order.
 func Run(ctx context.Context, s *Scenario, opts RunOptions) ([]PolicyRun, error) {
+	if s.Experiment != nil {
+		return nil, s.fieldErr("experiment", fmt.Errorf("this scenario is a %s experiment: use RunFill (gpusim run handles both)", s.Experiment.Kind))
+	}
 	idx, err := s.Select(opts.Policies)
 	if err != nil {
 		return nil, err
@@ -182,3 +185,5 @@ func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, jobs []sim.
 	}
 	return pr, nil
 }
+
+func mkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }

@@ -44,6 +44,7 @@ type Scenario struct {
 	Cluster     ClusterSpec  `yaml:"cluster"`
 	Workload    WorkloadSpec `yaml:"workload"`
 	Policies    []PolicySpec `yaml:"policies"`
+	Experiment  *Experiment  `yaml:"experiment"`
 	// SpeedModel, when present and enabled, makes job speed depend on placement
 	// (see SpeedModelSpec).
 	SpeedModel *SpeedModelSpec `yaml:"speedModel"`

@@ -3,8 +3,10 @@ package scenarios
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/policies/fgd"
 	"github.com/gpusim/gpusim/sim"
 )
 
@@ -110,6 +112,10 @@ func (s *Scenario) validate() sim.FieldErrors {
 	if w.Trace != nil {
 		fe = append(fe, w.Trace.Validate().Prefix("workload.trace")...)
 	}
+	for _, b := range s.validateExperiment() {
+		i := strings.IndexByte(b, '|')
+		fe.Add(b[:i], "%s", b[i+1:])
+	}
 	// Policies
 	if len(s.Policies) == 0 {
 		fe.Add("policies", "at least one policy is required (see 'gpusim policies')")
@@ -120,6 +126,16 @@ func (s *Scenario) validate() sim.FieldErrors {
 		path := fmt.Sprintf("policies[%d]", i)
 		if p.Name == "" {
 			fe.Add(path+".name", "required")
+			continue
+		}
+		if s.Experiment != nil {
+			if !fillPolicy(p.Name) {
+				fe.Add(path+".name", "a fill experiment takes the FGD placement policies %v, not %q", fgd.Policies(), p.Name)
+			}
+			if labels[p.DisplayName()] {
+				fe.Add(path+".label", "duplicate policy label %q", p.DisplayName())
+			}
+			labels[p.DisplayName()] = true
 			continue
 		}
 		if !policies.Known(p.Name) {

@@ -154,6 +154,23 @@ func runRun(ctx context.Context, io *IO, opts *RunOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
+	if sc.Experiment != nil {
+		fruns, err := scenarios.RunFill(ctx, sc, scenarios.RunOptions{Policies: opts.Policies, OutDir: out, Parallel: opts.Parallel, Version: VersionString(), Now: time.Now})
+		if err != nil {
+			return classifyRunError(err)
+		}
+		if !opts.Quiet {
+			tw := tabwriter.NewWriter(io.Out, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "policy\tpods\tunscheduled\tGPU allocation %\tfragmented GPU %\t")
+			for _, r := range fruns {
+				f := r.Summary.Fill
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.2f\t\n", r.Label, f.Pods, f.UnscheduledPods, f.GPUAllocationRatio, f.FragmentedGPURatio)
+			}
+			tw.Flush()
+			fmt.Fprintf(io.Out, "fill experiment at load %.2f; results in %s/<policy>/summary.json\n", fruns[0].Summary.Fill.Load, out)
+		}
+		return nil
+	}
 	prog := newProgress(io, opts.Quiet)
 	runs, err := scenarios.Run(ctx, sc, scenarios.RunOptions{
 		Policies: opts.Policies, OutDir: out, Parallel: opts.Parallel, Version: VersionString(),
