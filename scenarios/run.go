@@ -68,7 +68,7 @@ func (s *Scenario) Select(names []string) ([]int, error) {
 			s.Policies = append(s.Policies, p)
 			if fe := s.validate(); len(fe) > 0 {
 				s.Policies = s.Policies[:len(s.Policies)-1]
-				return nil, fmt.Errorf("--policy %s: %v", n, s.problems(fe))
+				return nil, fmt.Errorf("--policy %s: %w", n, s.problems(fe))
 			}
 			found = len(s.Policies) - 1
 		}
