@@ -93,7 +93,7 @@ func (s *Scenario) Jobs(c *sim.Cluster) ([]sim.JobSpec, *traces.ImportReport, er
 	case s.Workload.Trace != nil:
 		path = "workload.trace"
 		var err error
-		jobs, rep, err = s.Workload.Trace.Load(s.dir, s.SeedValue())
+		jobs, rep, err = s.Workload.Trace.LoadOn(s.dir, s.SeedValue(), c.NumGPUs())
 		if err != nil {
 			return nil, nil, s.fieldErr(path, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/traces"
 )
 
 // Every example scenario loads, validates and runs.
@@ -82,5 +83,27 @@ func TestPhillyVCsBackfillNeverWorse(t *testing.T) {
 				t.Errorf("VC %s: easy-backfill mean wait %.1f s > fifo %.1f s", vc, easy, fifo)
 			}
 		})
+	}
+}
+
+// workload.trace.targetLoad resamples the trace to an offered load on the
+// scenario's cluster (the loader passes the cluster size).
+func TestTraceTargetLoad(t *testing.T) {
+	base, err := os.ReadFile("examples/philly-vc.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := Parse(base, "examples/philly-vc.yaml", []string{"workload.trace.targetLoad=0.5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, _ := sc.Nodes()
+	c, _ := sim.NewCluster(nodes)
+	jobs, _, err := sc.Jobs(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := traces.OfferedLoad(jobs, c.NumGPUs()); got < 0.45 || got > 0.55 {
+		t.Errorf("offered load %.3f, want about 0.5", got)
 	}
 }
