@@ -13,7 +13,7 @@ import (
 // JobColumns are the columns of jobs.csv and jobs.parquet, in order.
 var JobColumns = []string{"id", "submit_s", "start_s", "end_s", "wait_s", "jct_s", "run_s", "estimate_s",
 	"gpus", "gpus_per_replica", "replicas", "gpu_milli", "class", "queue", "user", "priority", "state",
-	"preemptions", "nodes"}
+	"preemptions", "nodes", "span"}
 
 // JobRow is one row of jobs.csv / jobs.parquet. Times are seconds since the
 // scenario epoch with microsecond precision; a time that did not happen is NaN (an
@@ -38,6 +38,7 @@ type JobRow struct {
 	State     string // final state: pending, running, completed, killed, timeout
 	Preempt   int32  // times preempted
 	Nodes     string // "|"-joined node names of the last placement; "" if never started
+	Span      string // tightest topology level the last placement's GPUs share (nvlink, pcie, socket, node, leaf, spine; cluster = across spines); "" without GPUs
 }
 
 func secs(t int64) float64 { return float64(t) / 1e6 }
@@ -90,6 +91,9 @@ func JobRows(res *sim.Result) []JobRow {
 				}
 			}
 			r.Nodes = sb.String()
+			if lv, ok := res.Cluster.SpanLevel(j.GPUs); ok {
+				r.Span = SpanName(lv)
+			}
 		}
 	}
 	return rows
@@ -147,6 +151,8 @@ func WriteJobsCSV(w io.Writer, rows []JobRow) error {
 		b = strconv.AppendInt(b, int64(r.Preempt), 10)
 		b = append(b, ',')
 		b = appendField(b, r.Nodes)
+		b = append(b, ',')
+		b = appendField(b, r.Span)
 		b = append(b, '\n')
 		if len(b) > 60<<10 {
 			if _, err := w.Write(b); err != nil {
@@ -206,9 +212,19 @@ func ParseJobsCSV(name string, r io.Reader) ([]JobRow, error) {
 		r.State = rec[16]
 		r.Preempt = n(17)
 		r.Nodes = rec[18]
+		r.Span = rec[19]
 		if perr != nil {
 			return nil, perr
 		}
 		rows = append(rows, r)
 	}
+}
+
+// SpanName names a topology level for the span column ("cluster" for a placement
+// that crosses spine blocks).
+func SpanName(l sim.Level) string {
+	if l >= sim.NumLevels {
+		return "cluster"
+	}
+	return l.String()
 }

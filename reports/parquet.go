@@ -46,6 +46,7 @@ var (
 		{Name: "state", Type: arrow.BinaryTypes.String},
 		{Name: "preemptions", Type: arrow.PrimitiveTypes.Int32},
 		{Name: "nodes", Type: arrow.BinaryTypes.String},
+		{Name: "span", Type: arrow.BinaryTypes.String},
 	}, nil)
 
 	eventsSchema = arrow.NewSchema([]arrow.Field{
@@ -69,11 +70,17 @@ var (
 		{Name: "running", Type: arrow.PrimitiveTypes.Int32},
 		{Name: "pending", Type: arrow.PrimitiveTypes.Int32},
 		{Name: "pending_gpus", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "largest_free_nvlink", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "largest_free_pcie", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "largest_free_socket", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "largest_free_node", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "largest_free_leaf", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "largest_free_spine", Type: arrow.PrimitiveTypes.Int32},
 	}, nil)
 )
 
 // dictCols are the dictionary-encoded columns.
-var dictCols = map[string]bool{"class": true, "queue": true, "user": true, "state": true, "nodes": true, "kind": true, "detail": true}
+var dictCols = map[string]bool{"class": true, "queue": true, "user": true, "state": true, "nodes": true, "span": true, "kind": true, "detail": true}
 
 // EventColumns and TimeseriesColumns are the column names of events.parquet and
 // timeseries.parquet, in order.
@@ -168,6 +175,7 @@ func WriteJobsParquet(w io.Writer, rows []JobRow) error {
 			str(16).Append(r.State)
 			i32(17).Append(r.Preempt)
 			str(18).Append(r.Nodes)
+			str(19).Append(r.Span)
 		}
 	})
 }
@@ -221,6 +229,9 @@ func WriteTimeseriesParquet(w io.Writer, res *sim.Result) error {
 			b.Field(4).(*array.Int32Builder).Append(s.Running)
 			b.Field(5).(*array.Int32Builder).Append(s.Pending)
 			b.Field(6).(*array.Int64Builder).Append(s.PendingGPUs)
+			for l := 0; l < int(sim.NumLevels); l++ {
+				b.Field(7 + l).(*array.Int32Builder).Append(s.LargestFree[l])
+			}
 		}
 	})
 }
@@ -328,7 +339,7 @@ func ReadJobsParquet(path string) ([]JobRow, error) {
 			Wait: optFloat(c[4], i), JCT: optFloat(c[5], i), Run: f(6), Estimate: f(7),
 			GPUs: n(8), GPUsPerRe: n(9), Replicas: n(10), GPUMilli: n(11),
 			Class: s(12), Queue: s(13), User: s(14), Priority: n(15), State: s(16),
-			Preempt: n(17), Nodes: s(18),
+			Preempt: n(17), Nodes: s(18), Span: s(19),
 		})
 	})
 	if err != nil {
@@ -394,6 +405,9 @@ type SampleRow struct {
 	Running       int32
 	Pending       int32
 	PendingGPUs   int64
+	// LargestFree is, per topology level (nvlink, pcie, socket, node, leaf, spine),
+	// the most whole free GPUs in one domain of that level.
+	LargestFree [sim.NumLevels]int32
 }
 
 // ReadTimeseriesParquet reads timeseries.parquet back.
@@ -406,6 +420,10 @@ func ReadTimeseriesParquet(path string) ([]SampleRow, error) {
 			Running: c[4].(*array.Int32).Value(i), Pending: c[5].(*array.Int32).Value(i),
 			PendingGPUs: c[6].(*array.Int64).Value(i),
 		})
+		r := &rows[len(rows)-1]
+		for l := 0; l < int(sim.NumLevels); l++ {
+			r.LargestFree[l] = c[7+l].(*array.Int32).Value(i)
+		}
 	})
 	if err != nil {
 		return nil, err

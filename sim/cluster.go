@@ -94,6 +94,8 @@ type Cluster struct {
 	cpuFree    []int64
 	memFree    []int64
 	domFree    [NumLevels][]int32 // whole free GPUs per domain
+	domHist    [NumLevels][]int32 // number of domains per free count
+	domMax     [NumLevels]int32   // largest free count of any domain
 	buckets    [][]bitset         // [model][free count] -> nodes with exactly that many free GPUs
 	maxGPUs    int32
 	totalGPUs  int64
@@ -249,9 +251,16 @@ func NewCluster(nodes []NodeSpec) (*Cluster, error) {
 	c.gpuUsed = make([]MilliGPU, g)
 	for l := Level(0); l < NumLevels; l++ {
 		c.domFree[l] = make([]int32, len(c.domains[l]))
+		var top int32
+		for _, d := range c.domains[l] {
+			top = max(top, d.GPUs)
+		}
+		c.domHist[l] = make([]int32, top+1)
 		for i, d := range c.domains[l] {
 			c.domFree[l][i] = d.GPUs
+			c.domHist[l][d.GPUs]++
 		}
+		c.domMax[l] = top
 	}
 	copy(c.modelFree, c.modelGPUs)
 	return c, nil
@@ -407,8 +416,46 @@ func (c *Cluster) wholeDelta(g GPUID, d int32) {
 	c.modelFree[m] += int64(d)
 	p := &c.gpuPath[g]
 	for l := Level(0); l < NumLevels; l++ {
-		c.domFree[l][p[l]] += d
+		old := c.domFree[l][p[l]]
+		nw := old + d
+		c.domFree[l][p[l]] = nw
+		h := c.domHist[l]
+		h[old]--
+		h[nw]++
+		if nw > c.domMax[l] {
+			c.domMax[l] = nw
+		}
+		for c.domMax[l] > 0 && h[c.domMax[l]] == 0 {
+			c.domMax[l]--
+		}
 	}
+}
+
+// LargestFreeDomain returns the most whole free GPUs in any one domain of level l:
+// the largest gang that could be placed inside one domain of that level (ignoring
+// CPU, memory and GPU model). Maintained incrementally.
+func (c *Cluster) LargestFreeDomain(l Level) int32 { return c.domMax[l] }
+
+// SpanLevel returns the tightest topology level at which all gpus share one domain,
+// or NumLevels when they span several spine blocks; ok is false for no GPUs.
+func (c *Cluster) SpanLevel(gpus []GPUID) (l Level, ok bool) {
+	if len(gpus) == 0 {
+		return 0, false
+	}
+	for l = 0; l < NumLevels; l++ {
+		d := c.gpuPath[gpus[0]][l]
+		same := true
+		for _, g := range gpus[1:] {
+			if c.gpuPath[g][l] != d {
+				same = false
+				break
+			}
+		}
+		if same {
+			return l, true
+		}
+	}
+	return NumLevels, true
 }
 
 // Reset frees every allocation (used between runs on a shared static description).
@@ -426,6 +473,7 @@ func (c *Cluster) Clone() *Cluster {
 	d.memFree = append([]int64(nil), c.memFree...)
 	for l := range d.domFree {
 		d.domFree[l] = append([]int32(nil), c.domFree[l]...)
+		d.domHist[l] = append([]int32(nil), c.domHist[l]...)
 	}
 	d.buckets = make([][]bitset, len(c.buckets))
 	for m := range c.buckets {

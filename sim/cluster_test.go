@@ -109,10 +109,15 @@ func checkIndexes(t *rapid.T, c *sim.Cluster) {
 		}
 	}
 	for l := sim.Level(0); l < sim.NumLevels; l++ {
+		var largest int32
 		for d := range c.Domains(l) {
 			if got, want := c.DomainFree(l, int32(d)), domFree[l][int32(d)]; got != want {
 				t.Fatalf("level %s domain %d: index %d free, recount %d", l, d, got, want)
 			}
+			largest = max(largest, domFree[l][int32(d)])
+		}
+		if c.LargestFreeDomain(l) != largest {
+			t.Fatalf("level %s: largest free domain %d, recount %d", l, c.LargestFreeDomain(l), largest)
 		}
 	}
 }

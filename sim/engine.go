@@ -62,6 +62,10 @@ type Sample struct {
 	Running     int32
 	Pending     int32
 	PendingGPUs int64 // GPUs requested by pending jobs
+	// LargestFree is, per topology level, the most whole free GPUs in one domain of
+	// that level: the largest gang placeable inside one NVLink island, node, leaf...
+	// (a whole-GPU fragmentation measure).
+	LargestFree [NumLevels]int32
 }
 
 // Result is the outcome of a run.
@@ -633,7 +637,8 @@ func (e *Engine) progress() Progress {
 
 func (e *Engine) sample() {
 	e.samples = append(e.samples, Sample{Time: e.nextSamp, AllocMilli: e.cluster.allocMilli,
-		BusyGPUs: e.busyGPUs, Running: int32(len(e.running)), Pending: int32(e.pendN), PendingGPUs: e.pendGPUs})
+		BusyGPUs: e.busyGPUs, Running: int32(len(e.running)), Pending: int32(e.pendN), PendingGPUs: e.pendGPUs,
+		LargestFree: e.cluster.domMax})
 }
 
 func (e *Engine) noteWait(j JobRef, r Reason) {
