@@ -13,7 +13,7 @@ import (
 // JobColumns are the columns of jobs.csv and jobs.parquet, in order.
 var JobColumns = []string{"id", "submit_s", "start_s", "end_s", "wait_s", "jct_s", "run_s", "estimate_s",
 	"gpus", "gpus_per_replica", "replicas", "gpu_milli", "class", "queue", "user", "priority", "state",
-	"preemptions", "nodes", "span"}
+	"preemptions", "nodes", "span", "speed"}
 
 // JobRow is one row of jobs.csv / jobs.parquet. Times are seconds since the
 // scenario epoch with microsecond precision; a time that did not happen is NaN (an
@@ -35,10 +35,11 @@ type JobRow struct {
 	Queue     string // as submitted ("" stays "")
 	User      string
 	Priority  int32
-	State     string // final state: pending, running, completed, killed, timeout
-	Preempt   int32  // times preempted
-	Nodes     string // "|"-joined node names of the last placement; "" if never started
-	Span      string // tightest topology level the last placement's GPUs share (nvlink, pcie, socket, node, leaf, spine; cluster = across spines); "" without GPUs
+	State     string  // final state: pending, running, completed, killed, timeout
+	Preempt   int32   // times preempted
+	Nodes     string  // "|"-joined node names of the last placement; "" if never started
+	Span      string  // tightest topology level the last placement's GPUs share (nvlink, pcie, socket, node, leaf, spine; cluster = across spines); "" without GPUs
+	Speed     float64 // speed factor of the last run (1 = reference; < 1 slower, e.g. communication across the placement); NaN if never started
 }
 
 func secs(t int64) float64 { return float64(t) / 1e6 }
@@ -94,6 +95,10 @@ func JobRows(res *sim.Result) []JobRow {
 			if lv, ok := res.Cluster.SpanLevel(j.GPUs); ok {
 				r.Span = SpanName(lv)
 			}
+		}
+		r.Speed = math.NaN()
+		if sp := j.Speed(); sp > 0 {
+			r.Speed = math.Round(sp*1e6) / 1e6
 		}
 	}
 	return rows
@@ -153,6 +158,8 @@ func WriteJobsCSV(w io.Writer, rows []JobRow) error {
 		b = appendField(b, r.Nodes)
 		b = append(b, ',')
 		b = appendField(b, r.Span)
+		b = append(b, ',')
+		b = appendSecs(b, r.Speed)
 		b = append(b, '\n')
 		if len(b) > 60<<10 {
 			if _, err := w.Write(b); err != nil {
@@ -213,6 +220,7 @@ func ParseJobsCSV(name string, r io.Reader) ([]JobRow, error) {
 		r.Preempt = n(17)
 		r.Nodes = rec[18]
 		r.Span = rec[19]
+		r.Speed = f(20)
 		if perr != nil {
 			return nil, perr
 		}

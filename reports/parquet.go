@@ -47,6 +47,7 @@ var (
 		{Name: "preemptions", Type: arrow.PrimitiveTypes.Int32},
 		{Name: "nodes", Type: arrow.BinaryTypes.String},
 		{Name: "span", Type: arrow.BinaryTypes.String},
+		{Name: "speed", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 	}, nil)
 
 	eventsSchema = arrow.NewSchema([]arrow.Field{
@@ -176,6 +177,7 @@ func WriteJobsParquet(w io.Writer, rows []JobRow) error {
 			i32(17).Append(r.Preempt)
 			str(18).Append(r.Nodes)
 			str(19).Append(r.Span)
+			appendOptFloat(f(20), r.Speed)
 		}
 	})
 }
@@ -339,7 +341,7 @@ func ReadJobsParquet(path string) ([]JobRow, error) {
 			Wait: optFloat(c[4], i), JCT: optFloat(c[5], i), Run: f(6), Estimate: f(7),
 			GPUs: n(8), GPUsPerRe: n(9), Replicas: n(10), GPUMilli: n(11),
 			Class: s(12), Queue: s(13), User: s(14), Priority: n(15), State: s(16),
-			Preempt: n(17), Nodes: s(18), Span: s(19),
+			Preempt: n(17), Nodes: s(18), Span: s(19), Speed: optFloat(c[20], i),
 		})
 	})
 	if err != nil {

@@ -216,3 +216,13 @@ func (j *Job) EstimatedEnd() Time {
 
 // String returns the job ID.
 func (j *Job) String() string { return string(j.Spec.ID) }
+
+// Speed returns the speed factor of the job's current (or last) run under the
+// scenario's speed model (1 = reference speed; 0.8 = 25% longer), or 0 if it never
+// started. Ground truth: for outputs, not for policies.
+func (j *Job) Speed() float64 {
+	if j.FirstStart == Never {
+		return 0
+	}
+	return j.speed
+}
