@@ -42,9 +42,12 @@ bench-full: ## the issue-sized benchmarks (1M jobs on 10,240 GPUs; ~1 min)
 demo: build ## run the embedded demo scenario (no external files) into out/demo
 	$(BIN) run --demo -o out/demo
 
-fuzz: ## run each fuzz target for 20s
-	$(GO) test ./scenarios -run '^$$' -fuzz FuzzParse -fuzztime 20s
-	$(GO) test ./traces -run '^$$' -fuzz FuzzNativeCSV -fuzztime 20s
+fuzz: ## run the main fuzz targets for 20s each (every Fuzz* also runs its seeds in make test)
+	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20s
+	$(GO) test ./traces -run '^$$' -fuzz '^FuzzNative$$' -fuzztime 20s
+	$(GO) test ./traces -run '^$$' -fuzz '^FuzzNativeParquet$$' -fuzztime 20s
+	$(GO) test ./workloads -run '^$$' -fuzz '^FuzzDecodeValidateGenerate$$' -fuzztime 20s
+	$(GO) test ./calibrate -run '^$$' -fuzz '^FuzzReadInterference$$' -fuzztime 20s
 
 clean: ## remove build and demo outputs
 	rm -rf bin out
