@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/gpusim/gpusim/internal/fsutil"
@@ -103,63 +103,45 @@ func RunFill(ctx context.Context, s *Scenario, opts RunOptions) ([]FillRun, erro
 	if load == 0 {
 		load = DefaultFillLoad
 	}
-	if opts.OutDir != "" {
-		if err := s.Save(filepath.Join(opts.OutDir, "scenario.yaml")); err != nil {
-			return nil, err
-		}
-	}
-	par := opts.Parallel
-	if par <= 0 {
-		par = runtime.GOMAXPROCS(0)
+	if err := s.saveTo(opts.OutDir); err != nil {
+		return nil, err
 	}
 	out := make([]FillRun, len(idx))
-	errs := make([]error, len(idx))
-	sem := make(chan struct{}, par)
-	var wg sync.WaitGroup
-	for k, i := range idx {
-		wg.Add(1)
-		go func(k, i int) {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			p := &s.Policies[i]
-			var t0 time.Time
-			if opts.Now != nil {
-				t0 = opts.Now()
-			}
-			res, err := fgd.RunFill(nodes, pods, fgd.FillConfig{Load: load, Seed: s.SeedValue(), Policy: p.Name})
-			if err != nil {
-				errs[k] = s.fieldErr(fmt.Sprintf("policies[%d]", i), err)
-				return
-			}
-			var wall float64
-			if opts.Now != nil {
-				wall = opts.Now().Sub(t0).Seconds()
-			}
-			sum := &FillSummary{Schema: "gpusim/fill-summary/v1", Policy: p.DisplayName(), Scenario: s.Name, Experiment: "fill",
-				Fill: FillMetrics{Load: load, GPUAllocationRatio: round6(res.GPUAllocationRatio), FragmentedGPURatio: round6(res.FragmentedGPURatio),
-					Pods: res.Pods, UnscheduledPods: res.Unscheduled, Curve: res.Curve}, Wall: wall,
-				Provenance: reports.Provenance{Version: opts.Version, GoVersion: runtime.Version(), Seed: s.SeedValue(), Scenario: s.Name, ScenarioSHA256: s.hash}}
-			run := FillRun{Label: p.DisplayName(), Summary: sum}
-			if opts.OutDir != "" {
-				run.Dir = filepath.Join(opts.OutDir, run.Label)
-				b, err := json.MarshalIndent(sum, "", "  ")
-				if err == nil {
-					err = mkdirWrite(run.Dir, b)
-				}
-				if err != nil {
-					errs[k] = err
-					return
-				}
-			}
-			out[k] = run
-		}(k, i)
-	}
-	wg.Wait()
-	for _, e := range errs {
-		if e != nil {
-			return nil, e
+	err = parallel(len(idx), opts.Parallel, func(k int) error {
+		i := idx[k]
+		p := &s.Policies[i]
+		var t0 time.Time
+		if opts.Now != nil {
+			t0 = opts.Now()
 		}
+		res, err := fgd.RunFill(nodes, pods, fgd.FillConfig{Load: load, Seed: s.SeedValue(), Policy: p.Name})
+		if err != nil {
+			return s.fieldErr(fmt.Sprintf("policies[%d]", i), err)
+		}
+		var wall float64
+		if opts.Now != nil {
+			wall = opts.Now().Sub(t0).Seconds()
+		}
+		sum := &FillSummary{Schema: "gpusim/fill-summary/v1", Policy: p.DisplayName(), Scenario: s.Name, Experiment: "fill",
+			Fill: FillMetrics{Load: load, GPUAllocationRatio: round6(res.GPUAllocationRatio), FragmentedGPURatio: round6(res.FragmentedGPURatio),
+				Pods: res.Pods, UnscheduledPods: res.Unscheduled, Curve: res.Curve}, Wall: wall,
+			Provenance: reports.Provenance{Version: opts.Version, GoVersion: runtime.Version(), Seed: s.SeedValue(), Scenario: s.Name, ScenarioSHA256: s.hash}}
+		run := FillRun{Label: p.DisplayName(), Summary: sum}
+		if opts.OutDir != "" {
+			run.Dir = filepath.Join(opts.OutDir, run.Label)
+			b, err := json.MarshalIndent(sum, "", "  ")
+			if err == nil {
+				err = mkdirWrite(run.Dir, b)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		out[k] = run
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -167,7 +149,7 @@ func RunFill(ctx context.Context, s *Scenario, opts RunOptions) ([]FillRun, erro
 func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 
 func mkdirWrite(dir string, b []byte) error {
-	if err := mkdirAll(dir); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	return fsutil.WriteBytesAtomic(filepath.Join(dir, "summary.json"), append(b, '\n'))

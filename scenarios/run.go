@@ -106,36 +106,16 @@ func Run(ctx context.Context, s *Scenario, opts RunOptions) ([]PolicyRun, error)
 	if err != nil {
 		return nil, err
 	}
-	if opts.OutDir != "" {
-		if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
-			return nil, err
-		}
-		if err := s.Save(filepath.Join(opts.OutDir, "scenario.yaml")); err != nil {
-			return nil, err
-		}
-	}
-	par := opts.Parallel
-	if par <= 0 {
-		par = runtime.GOMAXPROCS(0)
+	if err := s.saveTo(opts.OutDir); err != nil {
+		return nil, err
 	}
 	out := make([]PolicyRun, len(idx))
-	errs := make([]error, len(idx))
-	sem := make(chan struct{}, par)
-	var wg sync.WaitGroup
-	for k, i := range idx {
-		wg.Add(1)
-		go func(k, i int) {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			out[k], errs[k] = s.runOne(ctx, cluster, jobs, i, opts)
-		}(k, i)
-	}
-	wg.Wait()
-	for _, e := range errs {
-		if e != nil {
-			return nil, e
-		}
+	err = parallel(len(idx), opts.Parallel, func(k int) (err error) {
+		out[k], err = s.runOne(ctx, cluster, jobs, idx[k], opts)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -186,4 +166,41 @@ func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, jobs []sim.
 	return pr, nil
 }
 
-func mkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
+// saveTo writes dir/scenario.yaml (creating dir); nothing when dir is "".
+func (s *Scenario) saveTo(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return s.Save(filepath.Join(dir, "scenario.yaml"))
+}
+
+// parallel runs fn(0..n-1) on at most par goroutines (GOMAXPROCS when par <= 0)
+// and returns the error of the lowest index that failed, so the outcome does not
+// depend on scheduling.
+func parallel(n, par int, fn func(k int) error) error {
+	if par <= 0 {
+		par = runtime.GOMAXPROCS(0)
+	}
+	errs := make([]error, n)
+	sem := make(chan struct{}, par)
+	var wg sync.WaitGroup
+	for k := 0; k < n; k++ {
+		wg.Add(1)
+		go func(k int) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[k] = fn(k)
+		}(k)
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
