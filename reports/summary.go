@@ -63,6 +63,16 @@ type GroupSummary struct {
 	WaitS     Stats `json:"wait_s"`
 	JCTS      Stats `json:"jct_s"`
 	Slowdown  Stats `json:"slowdown"`
+	// Preemptions counts the group's preemptions (requeue and kill).
+	Preemptions int `json:"preemptions"`
+	// GPUHours is the GPU time the group's jobs held (allocated GPUs x share x time,
+	// every run counted, from the event log) in GPU-hours; Share is that over all
+	// groups' GPU-hours (0..1).
+	GPUHours float64 `json:"gpu_hours"`
+	Share    float64 `json:"share"`
+	// WastedGPUHours is the GPU time of runs that ended in a preemption (requeue or
+	// kill): work lost unless checkpointed, so an upper bound of the waste.
+	WastedGPUHours float64 `json:"wasted_gpu_hours"`
 }
 
 // Fairness holds Jain's fairness index J = (sum x)^2 / (n * sum x^2) of the mean
@@ -159,8 +169,9 @@ func BoundedSlowdown(jct, run sim.Duration) float64 {
 }
 
 type acc struct {
-	jobs, completed int
-	wait, jct, sd   []float64
+	jobs, completed, preempt int
+	wait, jct, sd            []float64
+	gpuH, wastedH            float64
 }
 
 func (a *acc) add(m JobMetrics, completed bool) {
@@ -177,9 +188,62 @@ func (a *acc) add(m JobMetrics, completed bool) {
 	}
 }
 
-func (a *acc) group() GroupSummary {
-	return GroupSummary{Jobs: a.jobs, Completed: a.completed,
-		WaitS: ComputeStats(a.wait), JCTS: ComputeStats(a.jct), Slowdown: ComputeStats(a.sd)}
+func (a *acc) group(totalH float64) GroupSummary {
+	g := GroupSummary{Jobs: a.jobs, Completed: a.completed,
+		WaitS: ComputeStats(a.wait), JCTS: ComputeStats(a.jct), Slowdown: ComputeStats(a.sd),
+		Preemptions: a.preempt, GPUHours: round(a.gpuH), WastedGPUHours: round(a.wastedH)}
+	if totalH > 0 {
+		g.Share = round(a.gpuH / totalH)
+	}
+	return g
+}
+
+// gpuHours returns, per job, the GPU-hours held over all its runs and those of
+// runs ended by a preemption, from the event log (the last run only without one).
+func gpuHours(res *sim.Result) (held, wasted []float64) {
+	held = make([]float64, len(res.Jobs))
+	wasted = make([]float64, len(res.Jobs))
+	perH := func(j *sim.Job) float64 { return float64(j.Spec.GPUDemandMilli()) / 1000 / 3600 }
+	if len(res.Log) == 0 {
+		for i := range res.Jobs {
+			j := &res.Jobs[i]
+			if j.LastStart != sim.Never {
+				end := j.End
+				if end == sim.Never {
+					end = res.End
+				}
+				held[i] = (end - j.LastStart).Seconds() * perH(j)
+			}
+		}
+		return held, wasted
+	}
+	start := make([]sim.Time, len(res.Jobs))
+	for i := range start {
+		start[i] = sim.Never
+	}
+	for _, e := range res.Log {
+		j := &res.Jobs[e.Job]
+		switch e.Kind {
+		case sim.EvStart:
+			start[e.Job] = e.Time
+		case sim.EvFinish, sim.EvTimeout, sim.EvPreempt, sim.EvKill:
+			if start[e.Job] == sim.Never {
+				continue
+			}
+			h := (e.Time - start[e.Job]).Seconds() * perH(j)
+			held[e.Job] += h
+			if e.Kind == sim.EvPreempt || e.Kind == sim.EvKill {
+				wasted[e.Job] += h
+			}
+			start[e.Job] = sim.Never
+		}
+	}
+	for i, t := range start { // still running at the end
+		if t != sim.Never {
+			held[i] += (res.End - t).Seconds() * perH(&res.Jobs[i])
+		}
+	}
+	return held, wasted
 }
 
 // Summarize computes the summary of a finished run. wall is the measured
@@ -205,8 +269,11 @@ func Summarize(res *sim.Result, prov Provenance, wall time.Duration) *Summary {
 		return a
 	}
 	c := &s.Jobs
+	held, wasted := gpuHours(res)
+	var totalH float64
 	for i := range res.Jobs {
 		j := &res.Jobs[i]
+		totalH += held[i]
 		c.Total++
 		c.Preemptions += int(j.Preempted)
 		switch j.State {
@@ -227,19 +294,22 @@ func Summarize(res *sim.Result, prov Provenance, wall time.Duration) *Summary {
 		m := MetricsOf(j)
 		done := j.State == sim.StateCompleted
 		all.add(m, done)
-		get(classes, classOf(j.Spec.Class)).add(m, done)
-		get(queues, QueueName(j.Spec.Queue)).add(m, done)
-		get(users, UserName(j.Spec.User)).add(m, done)
+		for _, a := range []*acc{get(classes, classOf(j.Spec.Class)), get(queues, QueueName(j.Spec.Queue)), get(users, UserName(j.Spec.User))} {
+			a.add(m, done)
+			a.preempt += int(j.Preempted)
+			a.gpuH += held[i]
+			a.wastedH += wasted[i]
+		}
 	}
 	c.Unfinished = c.Running + c.Pending
 	s.WaitS = ComputeStats(all.wait)
 	s.JCTS = ComputeStats(all.jct)
 	s.Slowdown = ComputeStats(all.sd)
 	for k, a := range classes {
-		s.Classes[k] = a.group()
+		s.Classes[k] = a.group(totalH)
 	}
 	for k, a := range queues {
-		s.PerQueue[k] = a.group()
+		s.PerQueue[k] = a.group(totalH)
 	}
 	s.Fairness.JainUsers = round(jainOfMeans(users))
 	s.Fairness.JainQueues = round(jainOfMeans(queues))

@@ -32,17 +32,22 @@ func TestSummarizeSmall(t *testing.T) {
 		JCTS:     Stats{Mean: 91.25, P50: 100, P95: 110, P99: 110, Max: 110},
 		Slowdown: Stats{Mean: 4.5, P50: 1, P95: 10.5, P99: 10.5, Max: 10.5},
 		Classes: map[string]GroupSummary{
+			// GPU-hours: training 400+160 GPU-s, experiment 200+5 GPU-s, of 765.
 			"training": {Jobs: 2, Completed: 2, WaitS: Stats{45, 0, 90, 90, 90},
-				JCTS: Stats{105, 100, 110, 110, 110}, Slowdown: Stats{3.25, 1, 5.5, 5.5, 5.5}},
+				JCTS: Stats{105, 100, 110, 110, 110}, Slowdown: Stats{3.25, 1, 5.5, 5.5, 5.5},
+				GPUHours: 0.155556, Share: 0.732026},
 			"experiment": {Jobs: 2, Completed: 2, WaitS: Stats{50, 0, 100, 100, 100},
-				JCTS: Stats{77.5, 50, 105, 105, 105}, Slowdown: Stats{5.75, 1, 10.5, 10.5, 10.5}},
+				JCTS: Stats{77.5, 50, 105, 105, 105}, Slowdown: Stats{5.75, 1, 10.5, 10.5, 10.5},
+				GPUHours: 0.056944, Share: 0.267974},
 			"serving": {Jobs: 1},
 		},
 		PerQueue: map[string]GroupSummary{
 			"q1": {Jobs: 2, Completed: 2, WaitS: Stats{45, 0, 90, 90, 90},
-				JCTS: Stats{105, 100, 110, 110, 110}, Slowdown: Stats{3.25, 1, 5.5, 5.5, 5.5}},
+				JCTS: Stats{105, 100, 110, 110, 110}, Slowdown: Stats{3.25, 1, 5.5, 5.5, 5.5},
+				GPUHours: 0.155556, Share: 0.732026},
 			"q2": {Jobs: 2, Completed: 2, WaitS: Stats{50, 0, 100, 100, 100},
-				JCTS: Stats{77.5, 50, 105, 105, 105}, Slowdown: Stats{5.75, 1, 10.5, 10.5, 10.5}},
+				JCTS: Stats{77.5, 50, 105, 105, 105}, Slowdown: Stats{5.75, 1, 10.5, 10.5, 10.5},
+				GPUHours: 0.056944, Share: 0.267974},
 			"q3": {Jobs: 1},
 		},
 		// 81 / (2 x (3.25^2 + 5.75^2)) = 0.9283667...

@@ -2,10 +2,12 @@ package kueue
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/reports"
 	"github.com/gpusim/gpusim/sim"
 	. "github.com/gpusim/gpusim/sim/simtest"
 )
@@ -251,5 +253,36 @@ spec: {clusterQueue: cq}
 	}
 	if st := Starts(res); st["high"] != 10 {
 		t.Errorf("high started at %v, want 10", st["high"])
+	}
+}
+
+// Per-queue metrics: B's 16 evictions are counted as preemptions and the runs they
+// cut short as wasted GPU-hours (B re-borrows the GPUs A's finished jobs free, so
+// some B jobs are evicted more than once); shares add up to 1.
+func TestPerQueueMetricsAfterReclaim(t *testing.T) {
+	k := newKueue(t, strings.Replace(twoTeams, "RECLAIM", "Any", 1), 30*sim.Second)
+	res := Run(t, Nodes(4, 8), k, teamJobs()...)
+	s := reports.Summarize(res, reports.Provenance{}, 0)
+	b, a := s.PerQueue["b"], s.PerQueue["a"]
+	if b.Preemptions != 16 || a.Preemptions != 0 {
+		t.Errorf("preemptions a=%d b=%d, want 0 and 16", a.Preemptions, b.Preemptions)
+	}
+	// Recompute from the event log: each preempted run lasted from its start to the
+	// preemption, on one GPU.
+	var want float64
+	started := map[sim.JobRef]sim.Time{}
+	for _, e := range res.Log {
+		switch e.Kind {
+		case sim.EvStart:
+			started[e.Job] = e.Time
+		case sim.EvPreempt:
+			want += (e.Time - started[e.Job]).Seconds() / 3600
+		}
+	}
+	if math.Abs(b.WastedGPUHours-want) > 1e-5 || want == 0 {
+		t.Errorf("wasted GPU-hours of b = %v, want %v", b.WastedGPUHours, want)
+	}
+	if d := a.Share + b.Share; math.Abs(d-1) > 1e-5 {
+		t.Errorf("shares add up to %v", d)
 	}
 }
