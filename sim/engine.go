@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -99,6 +100,7 @@ type Engine struct {
 	nextArr int
 
 	pendHead, pendTail *Job
+	pend               bitset2 // pending Refs, for ordered insertion of requeued jobs
 	pendN              int
 	pendGPUs           int64
 	running            []*Job
@@ -160,6 +162,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		return strings.Compare(string(sa.ID), string(sb.ID))
 	})
 	e.jobs = make([]Job, len(specs))
+	e.pend = newBitset2(len(specs))
 	e.runIdx = make([]int32, len(specs))
 	e.resAt = make([]Time, len(specs))
 	e.waitWhy = make([]Reason, len(specs))
@@ -334,6 +337,7 @@ func (e *Engine) pendPush(j *Job) {
 	j.queued = true
 	e.pendN++
 	e.pendGPUs += int64(j.Spec.TotalGPUs())
+	e.pend.set(int(j.Ref))
 	if e.pendTail == nil || e.pendTail.Ref < j.Ref {
 		j.pendPrev, j.pendNext = e.pendTail, nil
 		if e.pendTail != nil {
@@ -344,10 +348,9 @@ func (e *Engine) pendPush(j *Job) {
 		e.pendTail = j
 		return
 	}
-	at := e.pendHead
-	for at.Ref < j.Ref {
-		at = at.pendNext
-	}
+	// The successor is the first pending job with a larger Ref: found through a
+	// two-level bitset of pending Refs instead of walking the list.
+	at := &e.jobs[e.pend.next(int(j.Ref)+1)]
 	j.pendNext, j.pendPrev = at, at.pendPrev
 	if at.pendPrev != nil {
 		at.pendPrev.pendNext = j
@@ -369,6 +372,7 @@ func (e *Engine) pendRemove(j *Job) {
 		e.pendTail = j.pendPrev
 	}
 	j.pendPrev, j.pendNext, j.queued = nil, nil, false
+	e.pend.clear(int(j.Ref))
 	e.pendN--
 	e.pendGPUs -= int64(j.Spec.TotalGPUs())
 }
@@ -647,4 +651,44 @@ func (e *Engine) noteWait(j JobRef, r Reason) {
 	}
 	e.waitWhy[j] = r
 	e.record(EvWait, j, int64(r))
+}
+
+// bitset2 is a two-level bitset: next(i) skips empty 64-bit words through a summary
+// bitset, so it costs O(n/4096) in the worst case and O(1) typically.
+type bitset2 struct {
+	words bitset
+	sum   bitset // bit w set iff words[w] != 0
+}
+
+func newBitset2(n int) bitset2 {
+	w := (n + 63) / 64
+	return bitset2{words: make(bitset, w), sum: make(bitset, (w+63)/64)}
+}
+
+func (b *bitset2) set(i int) {
+	b.words.set(i)
+	b.sum.set(i >> 6)
+}
+
+func (b *bitset2) clear(i int) {
+	b.words.clear(i)
+	if b.words[i>>6] == 0 {
+		b.sum.clear(i >> 6)
+	}
+}
+
+// next returns the first set index >= i, or -1.
+func (b *bitset2) next(i int) int {
+	w := i >> 6
+	if w >= len(b.words) {
+		return -1
+	}
+	if x := b.words[w] >> (uint(i) & 63); x != 0 {
+		return i + bits.TrailingZeros64(x)
+	}
+	nw := b.sum.next(w + 1)
+	if nw < 0 {
+		return -1
+	}
+	return nw<<6 + bits.TrailingZeros64(b.words[nw])
 }

@@ -392,6 +392,17 @@ func (k *Kueue) less(a, b *workload) bool {
 }
 
 // push inserts w into its queue (kept sorted by Kueue's order).
+func (k *Kueue) cmp(a, b *workload) int {
+	if k.less(a, b) {
+		return -1
+	}
+	if k.less(b, a) {
+		return 1
+	}
+	return 0
+}
+
+// push inserts w into its queue (kept sorted by Kueue's order).
 func (k *Kueue) push(w *workload) {
 	if w.queued {
 		return
@@ -431,16 +442,21 @@ func (k *Kueue) unpark(cq *clusterQueue) {
 			w.parked = false
 			w.queued = true
 		}
-		c.heap = append(c.heap, c.parked...)
-		slices.SortFunc(c.heap, func(a, b *workload) int {
-			if k.less(a, b) {
-				return -1
+		// Merge the (sorted) parked workloads into the sorted queue: O(n).
+		slices.SortFunc(c.parked, k.cmp)
+		merged := make([]*workload, 0, len(c.heap)+len(c.parked))
+		i, j := 0, 0
+		for i < len(c.heap) && j < len(c.parked) {
+			if k.less(c.parked[j], c.heap[i]) {
+				merged = append(merged, c.parked[j])
+				j++
+			} else {
+				merged = append(merged, c.heap[i])
+				i++
 			}
-			if k.less(b, a) {
-				return 1
-			}
-			return 0
-		})
+		}
+		merged = append(append(merged, c.heap[i:]...), c.parked[j:]...)
+		c.heap = merged
 		c.parked = c.parked[:0]
 	}
 }
