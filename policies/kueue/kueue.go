@@ -392,6 +392,22 @@ func (k *Kueue) less(a, b *workload) bool {
 }
 
 // push inserts w into its queue (kept sorted by Kueue's order).
+// merge returns the sorted union of two sorted workload lists (a fresh slice).
+func (k *Kueue) merge(a, b []*workload) []*workload {
+	out := make([]*workload, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		if k.less(b[j], a[i]) {
+			out = append(out, b[j])
+			j++
+		} else {
+			out = append(out, a[i])
+			i++
+		}
+	}
+	return append(append(out, a[i:]...), b[j:]...)
+}
+
 func (k *Kueue) cmp(a, b *workload) int {
 	if k.less(a, b) {
 		return -1
@@ -442,21 +458,8 @@ func (k *Kueue) unpark(cq *clusterQueue) {
 			w.parked = false
 			w.queued = true
 		}
-		// Merge the (sorted) parked workloads into the sorted queue: O(n).
-		slices.SortFunc(c.parked, k.cmp)
-		merged := make([]*workload, 0, len(c.heap)+len(c.parked))
-		i, j := 0, 0
-		for i < len(c.heap) && j < len(c.parked) {
-			if k.less(c.parked[j], c.heap[i]) {
-				merged = append(merged, c.parked[j])
-				j++
-			} else {
-				merged = append(merged, c.heap[i])
-				i++
-			}
-		}
-		merged = append(append(merged, c.heap[i:]...), c.parked[j:]...)
-		c.heap = merged
+		// Both lists are sorted: merge in O(n) (the parked list is kept sorted).
+		c.heap = k.merge(c.heap, c.parked)
 		c.parked = c.parked[:0]
 	}
 }

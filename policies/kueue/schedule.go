@@ -228,17 +228,19 @@ func (k *Kueue) requeueInadmissible(w *workload) bool {
 	}
 	k.removeFromQueue(w)
 	w.parked = true
-	cq.parked = append(cq.parked, w)
+	batch := []*workload{w}
 	keep := cq.heap[:0]
 	for _, o := range cq.heap {
 		if o.prio <= w.prio && equivalent(&o.job.Spec, &w.job.Spec) {
 			o.queued = false
 			o.parked = true
-			cq.parked = append(cq.parked, o)
+			batch = append(batch, o) // in queue order, after w
 			continue
 		}
 		keep = append(keep, o)
 	}
+	slices.SortFunc(batch, k.cmp) // w may be a sticky head that is not the queue's minimum
+	cq.parked = k.merge(cq.parked, batch)
 	clear(cq.heap[len(keep):])
 	cq.heap = keep
 	return true
