@@ -3,7 +3,6 @@ package calibrate
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 )
@@ -163,14 +162,4 @@ func ThrottleNames(mask int64) string {
 		parts = append(parts, fmt.Sprintf("0x%x", rest))
 	}
 	return strings.Join(parts, "|")
-}
-
-// sortedKeys returns m's keys in ascending order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

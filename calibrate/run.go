@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -244,7 +246,7 @@ func (r *runner) runCells(ctx context.Context, j *Journal, cells []Cell, modeEnv
 func mergeEnv(base []string, add ...map[string]string) []string {
 	env := append([]string(nil), base...)
 	for _, m := range add {
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			env = append(env, k+"="+m[k])
 		}
 	}

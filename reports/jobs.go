@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpusim/gpusim/internal/csvutil"
 	"github.com/gpusim/gpusim/sim"
 )
 
@@ -113,21 +114,6 @@ func appendSecs(b []byte, x float64) []byte {
 	return strconv.AppendFloat(b, x, 'f', -1, 64)
 }
 
-// appendField appends a CSV field, quoting it (RFC 4180) when needed.
-func appendField(b []byte, s string) []byte {
-	if !strings.ContainsAny(s, ",\"\n\r") {
-		return append(b, s...)
-	}
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		if s[i] == '"' {
-			b = append(b, '"')
-		}
-		b = append(b, s[i])
-	}
-	return append(b, '"')
-}
-
 // WriteJobsCSV writes rows as jobs.csv (header line, "\n" line ends).
 func WriteJobsCSV(w io.Writer, rows []JobRow) error {
 	b := make([]byte, 0, 64<<10)
@@ -135,7 +121,7 @@ func WriteJobsCSV(w io.Writer, rows []JobRow) error {
 	b = append(b, '\n')
 	for i := range rows {
 		r := &rows[i]
-		b = appendField(b, r.ID)
+		b = csvutil.AppendField(b, r.ID)
 		for _, x := range [...]float64{r.Submit, r.Start, r.End, r.Wait, r.JCT, r.Run, r.Estimate} {
 			b = append(b, ',')
 			b = appendSecs(b, x)
@@ -146,18 +132,18 @@ func WriteJobsCSV(w io.Writer, rows []JobRow) error {
 		}
 		for _, s := range [...]string{r.Class, r.Queue, r.User} {
 			b = append(b, ',')
-			b = appendField(b, s)
+			b = csvutil.AppendField(b, s)
 		}
 		b = append(b, ',')
 		b = strconv.AppendInt(b, int64(r.Priority), 10)
 		b = append(b, ',')
-		b = appendField(b, r.State)
+		b = csvutil.AppendField(b, r.State)
 		b = append(b, ',')
 		b = strconv.AppendInt(b, int64(r.Preempt), 10)
 		b = append(b, ',')
-		b = appendField(b, r.Nodes)
+		b = csvutil.AppendField(b, r.Nodes)
 		b = append(b, ',')
-		b = appendField(b, r.Span)
+		b = csvutil.AppendField(b, r.Span)
 		b = append(b, ',')
 		b = appendSecs(b, r.Speed)
 		b = append(b, '\n')

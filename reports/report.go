@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/gpusim/gpusim/internal/csvutil"
 	"github.com/gpusim/gpusim/internal/fsutil"
 	"github.com/gpusim/gpusim/sim"
 )
@@ -129,7 +130,7 @@ func (rep *Report) WriteSummaryCSV(w io.Writer) error {
 			if k > 0 {
 				b = append(b, ',')
 			}
-			b = appendField(b, c)
+			b = csvutil.AppendField(b, c)
 		}
 		b = append(b, '\n')
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/gpusim/gpusim/internal/csvutil"
 )
 
 // File names of a sweep output directory.
@@ -92,14 +93,14 @@ func (t *SweepTable) WriteCSV(w io.Writer) error {
 		if k > 0 {
 			b = append(b, ',')
 		}
-		b = appendField(b, c)
+		b = csvutil.AppendField(b, c)
 	}
 	b = append(b, '\n')
 	for _, r := range t.Rows {
 		b = strconv.AppendInt(b, r.Point, 10)
 		for _, p := range r.Params {
 			b = append(b, ',')
-			b = appendField(b, p)
+			b = csvutil.AppendField(b, p)
 		}
 		for k, m := range r.Metrics {
 			b = append(b, ',')

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/gpusim/gpusim/internal/fsutil"
@@ -76,10 +77,10 @@ func openNative(path string, opts ReadOptions) (JobReader, error) {
 }
 
 // JobFormats returns the names of the job-trace formats, sorted.
-func JobFormats() []string { return sortedKeys(jobFormats) }
+func JobFormats() []string { return slices.Sorted(maps.Keys(jobFormats)) }
 
 // NodeFormats returns the names of the node-list formats, sorted.
-func NodeFormats() []string { return sortedKeys(nodeFormats) }
+func NodeFormats() []string { return slices.Sorted(maps.Keys(nodeFormats)) }
 
 // FormatDoc returns a one-line description of a job or node format ("" if unknown).
 func FormatDoc(name string) string {
@@ -90,15 +91,6 @@ func FormatDoc(name string) string {
 		return f.doc
 	}
 	return ""
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // ErrUnknownFormat is wrapped by errors about a format name that is not registered.

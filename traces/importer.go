@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gpusim/gpusim/sim"
@@ -197,7 +199,7 @@ func reqInt(in *csvIn, col string, bits int) (int64, error) {
 func knownModels(col string, models []string, known map[string]bool) error {
 	for _, m := range models {
 		if !known[m] {
-			return skipf(col, "unknown GPU model", "%q (known: %s)", m, strings.Join(sortedKeys(known), ", "))
+			return skipf(col, "unknown GPU model", "%q (known: %s)", m, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpusim/gpusim/internal/csvutil"
 	"github.com/gpusim/gpusim/sim"
 )
 
@@ -429,7 +430,7 @@ func (n *NativeCSVWriter) writeHeader() {
 func (n *NativeCSVWriter) Write(j *sim.JobSpec) error {
 	n.writeHeader()
 	b := n.buf
-	b = appendCSVString(b, string(j.ID))
+	b = csvutil.AppendField(b, string(j.ID))
 	b = append(b, ',')
 	b = appendSeconds(b, int64(j.Submit))
 	b = append(b, ',')
@@ -445,16 +446,16 @@ func (n *NativeCSVWriter) Write(j *sim.JobSpec) error {
 	b = append(b, ',')
 	b = strconv.AppendInt(b, int64(j.GPUMilli), 10)
 	b = append(b, ',')
-	b = appendCSVString(b, strings.Join(j.GPUModels, "|"))
+	b = csvutil.AppendField(b, strings.Join(j.GPUModels, "|"))
 	b = append(b, ',')
-	b = appendCSVString(b, j.Queue)
+	b = csvutil.AppendField(b, j.Queue)
 	b = append(b, ',')
-	b = appendCSVString(b, j.User)
+	b = csvutil.AppendField(b, j.User)
 	b = append(b, ',')
-	b = appendCSVString(b, j.Team)
+	b = csvutil.AppendField(b, j.Team)
 	b = append(b, ',')
 	if j.Class != sim.ClassUnknown {
-		b = appendCSVString(b, string(j.Class))
+		b = csvutil.AppendField(b, string(j.Class))
 	}
 	b = append(b, ',')
 	b = strconv.AppendInt(b, int64(j.Priority), 10)
@@ -506,29 +507,6 @@ func appendSeconds(b []byte, us int64) []byte {
 		b = append(b, d[:k]...)
 	}
 	return b
-}
-
-// appendCSVString appends s, quoted when it contains a separator, quote, line break
-// or surrounding space.
-func appendCSVString(b []byte, s string) []byte {
-	need := false
-	if s != "" && (s[0] == ' ' || s[0] == '\t' || s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
-		need = true
-	}
-	if !need && strings.ContainsAny(s, ",\"\r\n") {
-		need = true
-	}
-	if !need {
-		return append(b, s...)
-	}
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		if s[i] == '"' {
-			b = append(b, '"')
-		}
-		b = append(b, s[i])
-	}
-	return append(b, '"')
 }
 
 // WriteNativeCSV writes jobs as a native CSV trace to w.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -179,7 +180,7 @@ func (s *Stats) WriteText(w io.Writer) error {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("file:     %s (%s)\n", s.File, s.Format)
 	p("rows:     %d read, %d imported, %d skipped\n", s.Rows, s.Jobs, s.SkippedTotal)
-	for _, k := range sortedKeys(s.Skipped) {
+	for _, k := range slices.Sorted(maps.Keys(s.Skipped)) {
 		p("  skipped %d: %s\n", s.Skipped[k], k)
 	}
 	p("submit:   %s .. %s (span %s)\n", fmtSec(s.FirstSubmitS), fmtSec(s.LastSubmitS), fmtSec(s.SpanS))
@@ -206,7 +207,7 @@ func (s *Stats) WriteText(w io.Writer) error {
 		p("  %8s GPUs: %d\n", k, s.GPUs[k])
 	}
 	byCount := func(title string, m map[string]int, limit int) {
-		keys := sortedKeys(m)
+		keys := slices.Sorted(maps.Keys(m))
 		sort.SliceStable(keys, func(a, b int) bool { return m[keys[a]] > m[keys[b]] })
 		p("%s:\n", title)
 		for i, k := range keys {

@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -156,7 +157,7 @@ func linkNames() []string {
 func (c *SpeedConfig) Validate() sim.FieldErrors {
 	var fe sim.FieldErrors
 	upper := map[string]string{}
-	for _, k := range sortedKeys(c.Throughput) {
+	for _, k := range slices.Sorted(maps.Keys(c.Throughput)) {
 		if prev, ok := upper[strings.ToUpper(k)]; ok {
 			fe.Add("throughput."+k, "duplicates %q (model names match case-insensitively)", prev)
 		}
@@ -169,7 +170,7 @@ func (c *SpeedConfig) Validate() sim.FieldErrors {
 		}
 	}
 	names := linkNames()
-	for _, k := range sortedKeys(c.Links) {
+	for _, k := range slices.Sorted(maps.Keys(c.Links)) {
 		l := c.Links[k]
 		if !slices.Contains(names, k) {
 			fe.Add("links."+k, "unknown level (want one of %s)", strings.Join(names, ", "))
@@ -187,7 +188,7 @@ func (c *SpeedConfig) Validate() sim.FieldErrors {
 			fe.Add("links."+n, "missing (call SetDefaults)")
 		}
 	}
-	for _, k := range sortedKeys(c.Classes) {
+	for _, k := range slices.Sorted(maps.Keys(c.Classes)) {
 		cc := c.Classes[k]
 		if _, ok := DefaultClass(k); !ok {
 			fe.Add("classes."+k, "unknown class (want one of %s)", classNames())
@@ -204,15 +205,6 @@ func (c *SpeedConfig) Validate() sim.FieldErrors {
 		}
 	}
 	return fe
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // SpeedModel is a placement-dependent sim.SpeedModel. A job's iteration takes
@@ -302,18 +294,7 @@ func (m *SpeedModel) Speed(c *sim.Cluster, j *sim.Job) float64 {
 	if len(j.GPUs) == 0 {
 		return 1
 	}
-	ref := m.reference(c)
-	minT := math.Inf(1)
-	for _, n := range j.Nodes {
-		t := m.throughput(c.Node(n).GPUModel)
-		if t <= 0 {
-			t = ref
-		}
-		minT = min(minT, t)
-	}
-	if math.IsInf(minT, 1) {
-		minT = ref
-	}
+	ref, minT := m.slowestThroughput(c, j)
 	cc := m.classes[j.Spec.Class]
 	p := len(j.GPUs)
 	if cc.ComputeS <= 0 || p < 2 || cc.MBPerIter == 0 {
@@ -370,4 +351,23 @@ func referenceLevel(c *sim.Cluster, g sim.GPUID, p int) int {
 		}
 	}
 	return int(sim.NumLevels)
+}
+
+// slowestThroughput returns the reference GPU throughput and the throughput of the
+// slowest GPU model the job runs on (unknown models count as the reference): a
+// gang proceeds at the pace of its slowest member.
+func (m *SpeedModel) slowestThroughput(c *sim.Cluster, j *sim.Job) (ref, slowest float64) {
+	ref = m.reference(c)
+	slowest = math.Inf(1)
+	for _, n := range j.Nodes {
+		t := m.throughput(c.Node(n).GPUModel)
+		if t <= 0 {
+			t = ref
+		}
+		slowest = min(slowest, t)
+	}
+	if math.IsInf(slowest, 1) {
+		slowest = ref
+	}
+	return ref, slowest
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -386,7 +388,7 @@ func (m *Manifests) validate() error {
 			}
 		}
 	}
-	for _, name := range sortedKeys(m.ClusterQueues) {
+	for _, name := range slices.Sorted(maps.Keys(m.ClusterQueues)) {
 		s := m.ClusterQueues[name]
 		where := m.sources["ClusterQueue/"+name]
 		checkRG(where+": ClusterQueue "+name, s.ResourceGroups, s.CohortName != "")
@@ -417,12 +419,12 @@ func (m *Manifests) validate() error {
 			}
 		}
 	}
-	for _, name := range sortedKeys(m.Cohorts) {
+	for _, name := range slices.Sorted(maps.Keys(m.Cohorts)) {
 		c := m.Cohorts[name]
 		where := m.sources["Cohort/"+name]
 		checkRG(where+": Cohort "+name, c.ResourceGroups, c.ParentName != "")
 	}
-	for _, k := range sortedKeys(m.LocalQueues) {
+	for _, k := range slices.Sorted(maps.Keys(m.LocalQueues)) {
 		lq := m.LocalQueues[k]
 		if _, ok := m.ClusterQueues[lq.ClusterQueue]; !ok {
 			errs = append(errs, fmt.Errorf("LocalQueue %s: spec.clusterQueue %q not found", k, lq.ClusterQueue))
@@ -441,13 +443,4 @@ func oneOf(v string, opts ...string) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	k := make([]string, 0, len(m))
-	for x := range m {
-		k = append(k, x)
-	}
-	sort.Strings(k)
-	return k
 }

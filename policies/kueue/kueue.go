@@ -2,6 +2,7 @@ package kueue
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -207,14 +208,14 @@ func (k *Kueue) fr(flavor int, res string) int {
 func (k *Kueue) build() error {
 	m := k.m
 	fIdx := map[string]int{}
-	for _, name := range sortedKeys(m.Flavors) {
+	for _, name := range slices.Sorted(maps.Keys(m.Flavors)) {
 		fIdx[name] = len(k.flavors)
 		k.flavors = append(k.flavors, name)
 		var models []string
 		if ms, ok := k.p.FlavorModels[name]; ok {
 			models = ms
 		} else {
-			for _, lk := range sortedKeys(m.Flavors[name].NodeLabels) {
+			for _, lk := range slices.Sorted(maps.Keys(m.Flavors[name].NodeLabels)) {
 				models = append(models, m.Flavors[name].NodeLabels[lk])
 			}
 		}
@@ -235,10 +236,10 @@ func (k *Kueue) build() error {
 			}
 		}
 	}
-	for _, n := range sortedKeys(m.ClusterQueues) {
+	for _, n := range slices.Sorted(maps.Keys(m.ClusterQueues)) {
 		rgs(m.ClusterQueues[n].ResourceGroups)
 	}
-	for _, n := range sortedKeys(m.Cohorts) {
+	for _, n := range slices.Sorted(maps.Keys(m.Cohorts)) {
 		rgs(m.Cohorts[n].ResourceGroups)
 	}
 	nfr := len(k.frIndex)
@@ -282,12 +283,12 @@ func (k *Kueue) build() error {
 		}
 		return c, nil
 	}
-	for _, name := range sortedKeys(m.Cohorts) {
+	for _, name := range slices.Sorted(maps.Keys(m.Cohorts)) {
 		if _, err := cohort(name, nil); err != nil {
 			return err
 		}
 	}
-	for _, name := range sortedKeys(m.ClusterQueues) {
+	for _, name := range slices.Sorted(maps.Keys(m.ClusterQueues)) {
 		spec := m.ClusterQueues[name]
 		cq := &clusterQueue{name: name, node: newQNode(name, true, nfr), strict: spec.QueueingStrategy == "StrictFIFO",
 			within: "Never", reclaim: "Never", bwc: "Never", canBorrow: "MayStopSearch", canPreempt: "TryNextFlavor"}
@@ -363,7 +364,7 @@ func (k *Kueue) localQueue(j *sim.Job) (*clusterQueue, error) {
 	if cq := try(k.p.QueueMapping.Default); cq != nil {
 		return cq, nil
 	}
-	return nil, &policies.ConfigError{Err: fmt.Errorf("job %s: queue %q matches no LocalQueue (known: %s); set params.queueMapping", j.Spec.ID, j.Spec.Queue, strings.Join(sortedKeys(k.m.LocalQueues), ", "))}
+	return nil, &policies.ConfigError{Err: fmt.Errorf("job %s: queue %q matches no LocalQueue (known: %s); set params.queueMapping", j.Spec.ID, j.Spec.Queue, strings.Join(slices.Sorted(maps.Keys(k.m.LocalQueues)), ", "))}
 }
 
 // requests returns the workload's total request per resource name.
