@@ -452,12 +452,8 @@ func (p *topologyBestFit) Name() string { return "topology-best-fit" }
 // Place implements Placer.
 func (p *topologyBestFit) Place(c *sim.Cluster, j *sim.Job, out *Placement) bool {
 	s := &j.Spec
-	if s.GPUsPerReplica == 0 || s.Fractional() {
-		return p.fallback.Place(c, j, out)
-	}
-	out.reset()
-	if !quickFit(c, s) {
-		return false
+	if whole, ok := startWholeGPU(c, j, out, &p.fallback); !whole || !ok {
+		return ok
 	}
 	ti := p.index(c)
 	p.s = s
@@ -600,4 +596,17 @@ func replicaSlots(c *sim.Cluster, m int, g int32, limit int32) int64 {
 		}
 	}
 	return k
+}
+
+// startWholeGPU is the common start of the topology placers: fractional and
+// CPU-only jobs go to the best-fit fallback (whole is false, ok its result); for a
+// whole-GPU gang it resets out and applies the O(1) capacity check (whole is true,
+// ok false when the gang cannot fit now).
+func startWholeGPU(c *sim.Cluster, j *sim.Job, out *Placement, fallback *bucketPlacer) (whole, ok bool) {
+	s := &j.Spec
+	if s.GPUsPerReplica == 0 || s.Fractional() {
+		return false, fallback.Place(c, j, out)
+	}
+	out.reset()
+	return true, quickFit(c, s)
 }

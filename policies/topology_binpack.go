@@ -61,12 +61,8 @@ func (p *binpackPlacer) score(c *sim.Cluster, n sim.NodeID, s *sim.JobSpec, alre
 // Place implements Placer.
 func (p *binpackPlacer) Place(c *sim.Cluster, j *sim.Job, out *Placement) bool {
 	s := &j.Spec
-	if s.GPUsPerReplica == 0 || s.Fractional() {
-		return p.fallback.Place(c, j, out)
-	}
-	out.reset()
-	if !quickFit(c, s) {
-		return false
+	if whole, ok := startWholeGPU(c, j, out, &p.fallback); !whole || !ok {
+		return ok
 	}
 	g := s.GPUsPerReplica
 	ok := false

@@ -38,12 +38,8 @@ func (p *hivedPlacer) Name() string { return "hived" }
 // Place implements Placer.
 func (p *hivedPlacer) Place(c *sim.Cluster, j *sim.Job, out *Placement) bool {
 	s := &j.Spec
-	if s.GPUsPerReplica == 0 || s.Fractional() {
-		return p.fallback.Place(c, j, out)
-	}
-	out.reset()
-	if !quickFit(c, s) {
-		return false
+	if whole, ok := startWholeGPU(c, j, out, &p.fallback); !whole || !ok {
+		return ok
 	}
 	p.index(c)
 	p.s = s

@@ -83,12 +83,8 @@ func (p *tasPlacer) Name() string { return "tas" }
 // Place implements Placer.
 func (p *tasPlacer) Place(c *sim.Cluster, j *sim.Job, out *Placement) bool {
 	s := &j.Spec
-	if s.GPUsPerReplica == 0 || s.Fractional() {
-		return p.fallback.Place(c, j, out)
-	}
-	out.reset()
-	if !quickFit(c, s) {
-		return false
+	if whole, ok := startWholeGPU(c, j, out, &p.fallback); !whole || !ok {
+		return ok
 	}
 	p.index(c)
 	p.s = s

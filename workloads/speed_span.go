@@ -38,18 +38,7 @@ func (m *SpeedModel) Slowdown(c *sim.Cluster, j *sim.Job) float64 {
 	if p < 2 || cc.ComputeS <= 0 || cc.MBPerIter == 0 {
 		return 1
 	}
-	ref := m.reference(c)
-	minT := math.Inf(1)
-	for _, n := range j.Nodes {
-		t := m.throughput(c.Node(n).GPUModel)
-		if t <= 0 {
-			t = ref
-		}
-		minT = min(minT, t)
-	}
-	if math.IsInf(minT, 1) {
-		minT = ref
-	}
+	ref, minT := m.slowestThroughput(c, j)
 	compute := float64(cc.ComputeS) * ref / minT
 	actual := compute + m.allreduce(actualLevel(c, j.GPUs), p, cc.MBPerIter)
 	comm := math.Inf(1)
