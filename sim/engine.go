@@ -30,8 +30,24 @@ type Config struct {
 	// walltime are never stopped.
 	EnforceWalltime bool
 	// CheckpointInterval: a preempted job keeps its work up to the last multiple of
-	// this interval (reference-speed time); 0 means no checkpoints (all work is lost).
+	// this interval (reference-speed time) whose checkpoint it finished saving; 0
+	// means no periodic checkpoints (all work since the last kept state is lost).
 	CheckpointInterval Duration
+	// CheckpointSave is the wall time each periodic checkpoint takes (the job makes
+	// no progress meanwhile); a checkpoint interrupted by a preemption is lost.
+	CheckpointSave Duration
+	// CheckpointRestore is the wall time a requeued job spends at each restart before
+	// it makes progress again (load the checkpoint, rendezvous, warm-up).
+	CheckpointRestore Duration
+	// CheckpointOnSignal: a job preempted after a grace period of at least
+	// CheckpointSave (Preempt.Grace) saves a checkpoint in it and loses no work.
+	CheckpointOnSignal bool
+	// PreemptMinRuntime protects a job from preemption for this long after each
+	// start (Slurm PreemptExemptTime).
+	PreemptMinRuntime Duration
+	// PreemptAntiChurn protects a job from preemption for this long after its
+	// previous preemption, so the same job is not preempted again and again.
+	PreemptAntiChurn Duration
 	// SampleInterval is the time-series sampling period; 0 disables sampling.
 	SampleInterval Duration
 	// Horizon stops the run at this time (0 = run until nothing is left to do).
@@ -185,7 +201,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 			est = 1
 		}
 		e.jobs[i] = Job{Spec: s, Ref: JobRef(i), State: StatePending, Estimate: est,
-			FirstStart: Never, LastStart: Never, End: Never}
+			FirstStart: Never, LastStart: Never, End: Never, lastPreempt: Never}
 		e.runIdx[i] = -1
 		e.resAt[i] = Never
 	}
@@ -439,6 +455,15 @@ func (e *Engine) applyStart(s *Start) error {
 	}
 	c := e.cluster
 	milli := sp.GPUMilli
+	mem := sp.MemoryMiB
+	if j.suspended {
+		mem = 0 // still allocated from before the suspension
+		for r, n := range s.Nodes {
+			if n != j.Nodes[r] {
+				return fmt.Errorf("replica %d: suspended job must resume on node %s, not %d", r, c.nodes[j.Nodes[r]].Name, n)
+			}
+		}
+	}
 	for r, n := range s.Nodes {
 		if n < 0 || int(n) >= c.NumNodes() {
 			return fmt.Errorf("replica %d: unknown node %d", r, n)
@@ -446,8 +471,8 @@ func (e *Engine) applyStart(s *Start) error {
 		if g > 0 && !sp.AllowsModel(c.nodes[n].GPUModel) {
 			return fmt.Errorf("replica %d: node %s has GPU model %q, job allows %v", r, c.nodes[n].Name, c.nodes[n].GPUModel, sp.GPUModels)
 		}
-		if !c.fitsNode(n, sp.CPUMilli, sp.MemoryMiB) {
-			return fmt.Errorf("replica %d: node %s lacks CPU or memory (free %d mCPU, %d MiB; need %d, %d)", r, c.nodes[n].Name, c.cpuFree[n], c.memFree[n], sp.CPUMilli, sp.MemoryMiB)
+		if !c.fitsNode(n, sp.CPUMilli, mem) {
+			return fmt.Errorf("replica %d: node %s lacks CPU or memory (free %d mCPU, %d MiB; need %d, %d)", r, c.nodes[n].Name, c.cpuFree[n], c.memFree[n], sp.CPUMilli, mem)
 		}
 		gs := s.GPUs[r*g : (r+1)*g]
 		for _, gpu := range gs {
@@ -465,7 +490,7 @@ func (e *Engine) applyStart(s *Start) error {
 				}
 			}
 		}
-		e.chargeReplica(n, gs, milli, sp.CPUMilli, sp.MemoryMiB, +1)
+		e.chargeReplica(n, gs, milli, sp.CPUMilli, mem, +1)
 	}
 	e.pendRemove(j)
 	j.Nodes = e.carveNodes(s.Nodes)
@@ -483,18 +508,24 @@ func (e *Engine) applyStart(s *Start) error {
 			return fmt.Errorf("speed model returned %v", j.speed)
 		}
 	}
-	rem := sp.Duration - j.Done
-	if rem < 0 {
-		rem = 0
+	j.runDone = j.Done
+	j.runRestore = 0
+	if j.restore {
+		j.runRestore = e.cfg.CheckpointRestore
 	}
-	runFor := rem
-	if j.speed != 1 {
-		runFor = Duration(math.Ceil(float64(rem) / j.speed))
+	if !j.suspended {
+		j.usedWall = 0
 	}
+	j.restore, j.suspended = false, false
+	j.protectedUntil = e.now.Add(e.cfg.PreemptMinRuntime)
+	if j.lastPreempt != Never && e.cfg.PreemptAntiChurn > 0 {
+		j.protectedUntil = max(j.protectedUntil, j.lastPreempt.Add(e.cfg.PreemptAntiChurn))
+	}
+	runFor := e.runWall(j.runDone, sp.Duration, j.speed) + j.runRestore
 	kind := qEnd
 	timeout := false
-	if e.cfg.EnforceWalltime && sp.Walltime > 0 && runFor > sp.Walltime {
-		runFor = sp.Walltime
+	if e.cfg.EnforceWalltime && sp.Walltime > 0 && runFor > sp.Walltime-j.usedWall {
+		runFor = max(0, sp.Walltime-j.usedWall)
 		timeout = true
 	}
 	j.endTime = e.now.Add(runFor)
@@ -553,12 +584,17 @@ func (e *Engine) carveGPUs(src []GPUID) []GPUID {
 	return out
 }
 
-// stop releases a running job's resources and removes it from the running set.
-func (e *Engine) stop(j *Job) {
+// stop releases a running job's resources (its memory too unless keepMem) and
+// removes it from the running set.
+func (e *Engine) stop(j *Job, keepMem bool) {
 	sp := &j.Spec
 	g := int(sp.GPUsPerReplica)
+	mem := sp.MemoryMiB
+	if keepMem {
+		mem = 0
+	}
 	for r, n := range j.Nodes {
-		e.chargeReplica(n, j.GPUs[r*g:(r+1)*g], sp.GPUMilli, sp.CPUMilli, sp.MemoryMiB, -1)
+		e.chargeReplica(n, j.GPUs[r*g:(r+1)*g], sp.GPUMilli, sp.CPUMilli, mem, -1)
 	}
 	i := e.runIdx[j.Ref]
 	last := len(e.running) - 1
@@ -581,17 +617,28 @@ func (e *Engine) finish(it qitem) bool {
 	}
 	e.events++
 	e.ended++
-	e.stop(j)
+	e.stop(j, false)
 	j.End = e.now
 	e.lastEnd = e.now
 	e.busyAtLast = e.busy
+	el := Duration(e.now - j.LastStart)
 	if timeout {
 		j.State = StateTimeout
-		j.Done += Duration(float64(e.now-j.LastStart) * j.speed)
+		done, _, ovh := e.runProgress(j, el)
+		j.Done = done
+		j.Wasted += el
+		j.Overhead += ovh
 		e.record(EvTimeout, j.Ref, 0)
 	} else {
 		j.State = StateCompleted
+		ovh := el - Duration(math.Ceil(float64(j.Spec.Duration-j.runDone)/j.speed))
+		if j.speed == 1 {
+			ovh = el - (j.Spec.Duration - j.runDone)
+		}
+		ovh = max(0, ovh)
 		j.Done = j.Spec.Duration
+		j.Wasted += ovh
+		j.Overhead += ovh
 		e.record(EvFinish, j.Ref, 0)
 	}
 	return true
@@ -605,12 +652,26 @@ func (e *Engine) applyPreempt(p *Preempt) error {
 	if j.State != StateRunning {
 		return fmt.Errorf("job is %s, not running", j.State)
 	}
+	if p.Mode > PreemptSuspend {
+		return fmt.Errorf("unknown preemption mode %d", p.Mode)
+	}
+	if !j.Preemptible(e.now) {
+		return fmt.Errorf("job is protected from preemption until t=%s (minimum run time / anti-churn window)", j.protectedUntil)
+	}
+	if p.Grace < 0 {
+		return fmt.Errorf("negative grace %s", p.Grace)
+	}
 	e.events++
-	e.stop(j)
-	ran := Duration(float64(e.now-j.LastStart) * j.speed)
-	j.Done = min(j.Done+ran, j.Spec.Duration)
+	e.stop(j, p.Mode == PreemptSuspend)
+	el := Duration(e.now - j.LastStart)
+	done, ckpt, ovh := e.runProgress(j, el)
 	j.Preempted++
-	if p.Mode == PreemptKill {
+	j.lastPreempt = e.now
+	switch p.Mode {
+	case PreemptKill:
+		j.Done = done
+		j.Wasted += el
+		j.Overhead += ovh
 		j.State = StateKilled
 		e.ended++
 		j.End = e.now
@@ -618,17 +679,104 @@ func (e *Engine) applyPreempt(p *Preempt) error {
 		e.busyAtLast = e.busy
 		e.record(EvKill, j.Ref, 0)
 		return nil
+	case PreemptSuspend:
+		j.usedWall += el
+		j.suspended = true
+		j.GPUs = nil // Nodes stay: the job resumes there
+		ckpt = done
+	default:
+		if c := e.cfg.CheckpointSave; e.cfg.CheckpointOnSignal && p.Grace >= c && p.Grace > 0 && el >= c {
+			// saved in the last c of the grace period: the work done when the save
+			// began survives
+			sd, _, so := e.runProgress(j, el-c)
+			ckpt, ovh = max(ckpt, sd), so+c
+		}
+		j.restore = true
+		j.Nodes, j.GPUs = nil, nil
 	}
-	if iv := e.cfg.CheckpointInterval; iv > 0 {
-		j.Done = j.Done / iv * iv
-	} else {
-		j.Done = 0
-	}
+	// Wall time not turned into surviving work: el minus the productive time of
+	// the kept work.
+	j.Overhead += ovh
+	kept := ckpt - j.runDone
+	prod := Duration(float64(kept) / j.speed)
+	j.Wasted += max(0, el-prod)
+	j.Done = ckpt
 	j.State = StatePending
-	j.Nodes, j.GPUs = nil, nil
 	e.pendPush(j)
-	e.record(EvPreempt, j.Ref, 0)
+	if p.Mode == PreemptSuspend {
+		e.record(EvSuspend, j.Ref, 0)
+	} else {
+		e.record(EvPreempt, j.Ref, 0)
+	}
 	return nil
+}
+
+// runWall is the wall time a run needs to take a job from work d0 to work total at
+// speed s, including periodic checkpoint saves (a checkpoint at every multiple of
+// the interval strictly between d0 and total) but not the restore time.
+func (e *Engine) runWall(d0, total Duration, s float64) Duration {
+	rem := max(0, total-d0)
+	w := rem
+	if s != 1 {
+		w = Duration(math.Ceil(float64(rem) / s))
+	}
+	if iv, c := e.cfg.CheckpointInterval, e.cfg.CheckpointSave; iv > 0 && c > 0 && total > 0 {
+		n := (total-1)/iv - d0/iv // multiples k*iv with d0 < k*iv < total
+		if n > 0 {
+			w += Duration(n) * c
+		}
+	}
+	return w
+}
+
+// runProgress returns, el after the start of j's current run, the work done, the
+// work saved by the latest completed checkpoint (at least the run's starting
+// work), and the wall time spent so far restoring and saving.
+func (e *Engine) runProgress(j *Job, el Duration) (done, ckpt, overhead Duration) {
+	d0, total, s := j.runDone, j.Spec.Duration, j.speed
+	if el <= j.runRestore {
+		return d0, d0, max(0, el)
+	}
+	overhead = j.runRestore
+	t := float64(el - j.runRestore) // productive + saving time, µs
+	iv, c := e.cfg.CheckpointInterval, e.cfg.CheckpointSave
+	if iv <= 0 {
+		done = min(total, d0+Duration(t*s))
+		return done, d0, overhead
+	}
+	if c <= 0 {
+		done = min(total, d0+Duration(t*s))
+		return done, max(d0, done/iv*iv), overhead
+	}
+	next := (d0/iv + 1) * iv
+	if next >= total { // no checkpoint before the end
+		return min(total, d0+Duration(t*s)), d0, overhead
+	}
+	tn := float64(next-d0) / s
+	if t < tn {
+		return d0 + Duration(t*s), d0, overhead
+	}
+	t -= tn
+	if t < float64(c) { // saving the first checkpoint
+		return next, d0, overhead + Duration(t)
+	}
+	t -= float64(c)
+	overhead += c
+	cyc := float64(iv)/s + float64(c)
+	k := Duration(t / cyc)
+	// checkpoints after next: at most those strictly before total
+	maxK := (total-1)/iv - next/iv
+	if k > maxK {
+		k = maxK
+	}
+	ckpt = next + k*iv
+	overhead += k * c
+	t -= float64(k) * cyc
+	if ckpt+iv >= total || t < float64(iv)/s {
+		return min(total, ckpt+Duration(t*s)), ckpt, overhead
+	}
+	// saving the checkpoint at ckpt+iv
+	return ckpt + iv, ckpt, overhead + Duration(t-float64(iv)/s)
 }
 
 func (e *Engine) progress() Progress {

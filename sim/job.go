@@ -182,20 +182,33 @@ type Job struct {
 	// true duration under oracle mode. Always > 0.
 	Estimate Duration
 
-	FirstStart Time // first time the job started; Never if it has not started
-	LastStart  Time // start of the current (or last) run; Never if it has not started
-	End        Time // completion/kill time; Never while unfinished
-	Preempted  int32
+	FirstStart Time  // first time the job started; Never if it has not started
+	LastStart  Time  // start of the current (or last) run; Never if it has not started
+	End        Time  // completion/kill time; Never while unfinished
+	Preempted  int32 // preemptions of any mode (requeue, kill, suspend)
 	// Done is the work completed (at reference speed) that survives a preemption.
 	Done Duration
+	// Wasted is the wall time of its runs that produced no surviving work: work lost
+	// since the last checkpoint, checkpoint save and restore time, and whole runs
+	// ended by a kill. Multiply by the job's GPUs for wasted GPU time.
+	Wasted Duration
+	// Overhead is the part of Wasted spent saving and restoring checkpoints.
+	Overhead Duration
 
 	// Placement of the current run (nil when not running). Replica r occupies
 	// Nodes[r] and GPUs[r*GPUsPerReplica:(r+1)*GPUsPerReplica].
 	Nodes []NodeID
 	GPUs  []GPUID
 
-	speed              float64 // current speed factor (1 = reference)
-	endTime            Time    // scheduled end of the current run
+	speed              float64  // current speed factor (1 = reference)
+	endTime            Time     // scheduled end of the current run
+	runDone            Duration // Done when the current run started
+	runRestore         Duration // restore time at the start of the current run
+	protectedUntil     Time     // preemption refused before this time
+	lastPreempt        Time     // time of the last preemption (Never if none)
+	usedWall           Duration // run time of the current allocation before a suspension (walltime accounting)
+	restore            bool     // the next start restores from a checkpoint (after a requeue)
+	suspended          bool
 	heapIdx            int32
 	pendPrev, pendNext *Job
 	queued             bool
@@ -216,6 +229,22 @@ func (j *Job) EstimatedEnd() Time {
 
 // String returns the job ID.
 func (j *Job) String() string { return string(j.Spec.ID) }
+
+// Preemptible reports whether the engine lets a policy preempt j at now: j is
+// running and not protected by the preemption settings (a minimum run time after
+// each start, an anti-churn window after its last preemption). Victim searches
+// must skip jobs for which it is false; preempting one is a PlanError.
+func (j *Job) Preemptible(now Time) bool {
+	return j.State == StateRunning && now >= j.protectedUntil
+}
+
+// ProtectedUntil is the time from which a running job may be preempted (see
+// Preemptible).
+func (j *Job) ProtectedUntil() Time { return j.protectedUntil }
+
+// Suspended reports whether j is a pending job paused by PreemptSuspend: it keeps
+// Nodes (its memory is still allocated there) and can only resume on them.
+func (j *Job) Suspended() bool { return j.suspended }
 
 // Speed returns the speed factor of the job's current (or last) run under the
 // scenario's speed model (1 = reference speed; 0.8 = 25% longer), or 0 if it never

@@ -12,14 +12,22 @@ const (
 	PreemptRequeue PreemptMode = iota
 	// PreemptKill stops the job for good (state killed).
 	PreemptKill
+	// PreemptSuspend pauses the job (Slurm PreemptMode=SUSPEND): it stops making
+	// progress but keeps all its work, its GPUs and CPUs are released while its
+	// memory stays allocated on its nodes, and it returns to the pending list with
+	// Job.Suspended() true and Job.Nodes kept. It can only be resumed (AddStart) on
+	// the same node per replica; resuming costs no restore time.
+	PreemptSuspend
 )
+
+var preemptModeNames = [...]string{"requeue", "kill", "suspend"}
 
 // String returns the mode's name.
 func (m PreemptMode) String() string {
-	if m == PreemptKill {
-		return "kill"
+	if int(m) < len(preemptModeNames) {
+		return preemptModeNames[m]
 	}
-	return "requeue"
+	return fmt.Sprintf("mode(%d)", m)
 }
 
 // Start asks the engine to start a pending job. Replica r runs on Nodes[r] using
@@ -36,6 +44,10 @@ type Preempt struct {
 	Job    JobRef
 	Mode   PreemptMode
 	Reason string
+	// Grace is how long the job was signalled before this stop (the policy kept it
+	// running through its termination grace period). With the checkpoint model's
+	// OnSignal, a grace of at least the save cost lets the job checkpoint its work.
+	Grace Duration
 }
 
 // Reservation records, for explanation only, that the policy holds resources for a
@@ -99,13 +111,23 @@ func (p *Plan) AddStart(j JobRef, nodes []NodeID, gpus []GPUID) error {
 // AddPreempt stops running job j. Bound to an engine, it validates and applies the
 // preemption immediately (the job's resources are free for later starts of the
 // same call) and returns a *PlanError if it is invalid.
+//
+// The engine refuses (PlanError) to preempt a job that is protected by the
+// preemption policy (minimum runtime, anti-churn window): check Job.Preemptible.
 func (p *Plan) AddPreempt(j JobRef, mode PreemptMode, reason string) error {
+	return p.AddPreemptAfterGrace(j, mode, reason, 0)
+}
+
+// AddPreemptAfterGrace is AddPreempt for a job that the policy signalled grace
+// ago and kept running since (a termination grace period): see Preempt.Grace.
+func (p *Plan) AddPreemptAfterGrace(j JobRef, mode PreemptMode, reason string, grace Duration) error {
+	pr := Preempt{Job: j, Mode: mode, Reason: reason, Grace: grace}
 	if p.eng != nil {
-		if err := p.eng.applyPreempt(&Preempt{Job: j, Mode: mode, Reason: reason}); err != nil {
+		if err := p.eng.applyPreempt(&pr); err != nil {
 			return p.fail(fmt.Sprintf("preempts[%d] (job %s)", len(p.Preempts), p.eng.jobName(j)), err)
 		}
 	}
-	p.Preempts = append(p.Preempts, Preempt{Job: j, Mode: mode, Reason: reason})
+	p.Preempts = append(p.Preempts, pr)
 	return nil
 }
 

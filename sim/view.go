@@ -39,10 +39,11 @@ const (
 	EvTimeout // stopped at its walltime
 	EvReserve // informational reservation (Value = reserved start time in µs)
 	EvWait    // informational: why a pending job was not started (Value = a Reason), logged when the reason changes
+	EvSuspend // paused (PreemptSuspend): keeps its work and memory, resumes with EvStart on the same nodes
 	numEventKinds
 )
 
-var eventNames = [...]string{"arrive", "start", "finish", "preempt", "kill", "timeout", "reserve", "wait"}
+var eventNames = [...]string{"arrive", "start", "finish", "preempt", "kill", "timeout", "reserve", "wait", "suspend"}
 
 // String returns the event kind's name (as written to events.parquet).
 func (k EventKind) String() string {
