@@ -42,6 +42,11 @@ type Params struct {
 	// Placement chooses nodes for admitted workloads (kube-scheduler's role):
 	// first-fit (default), best-fit or spread.
 	Placement string `yaml:"placement"`
+	// TopologyLevelMapping maps Topology level node labels gpusim does not know to
+	// sim levels (node, nvlink, leaf, spine, cluster); see tas.go and docs/kueue.md.
+	TopologyLevelMapping map[string]string `yaml:"topologyLevelMapping"`
+	// TopologyRequests give workloads Kueue PodSet topology requests (TAS).
+	TopologyRequests []TopologyRequestRule `yaml:"topologyRequests"`
 }
 
 // DefaultEvictionGrace is the default eviction grace period.
@@ -50,7 +55,7 @@ const DefaultEvictionGrace = 30 * sim.Second
 func init() {
 	policies.Register(policies.Info{Name: "kueue",
 		Summary: "Kueue admission: ClusterQueues with nominal/borrowing/lending quota per flavor, (hierarchical) cohorts, StrictFIFO/BestEffortFIFO, one head per queue per cycle, classical preemption with fill-back; from real Kueue manifests.",
-		Params:  "manifests (file/dir) or inline; queueMapping; priorityClassByJobClass; flavorModels; evictionGracePeriod (30s); placement"},
+		Params:  "manifests (file/dir) or inline; queueMapping; priorityClassByJobClass; flavorModels; evictionGracePeriod (30s); placement; topologyLevelMapping; topologyRequests"},
 		func(n *yaml.Node, env policies.Env) (sim.Policy, error) {
 			var p Params
 			if err := policies.DecodeParams(n, &p); err != nil {
@@ -141,6 +146,7 @@ type Kueue struct {
 	warnings   []string
 	pendingErr error
 	cycles     int64
+	tas        *tasState // topology-aware scheduling (tas.go); nil without TAS flavors
 }
 
 type eviction struct {
@@ -182,6 +188,9 @@ func New(p Params, env policies.Env) (*Kueue, error) {
 		}
 	}
 	if err := k.build(); err != nil {
+		return nil, err
+	}
+	if err := k.initTAS(); err != nil {
 		return nil, err
 	}
 	k.warnings = m.Warnings
@@ -492,6 +501,7 @@ func (k *Kueue) Observe(v *sim.View, e sim.Event) {
 			k.release(w)
 			w.state = wlDone
 			k.unpark(w.cq)
+			k.tasUnpark()
 		}
 	case sim.EvPreempt:
 		// Our own eviction took effect: quota was released when it was applied.

@@ -15,6 +15,7 @@ import (
 func (k *Kueue) targets(e *entry) []*workload {
 	w := e.w
 	C := w.cq
+	defer k.tasWhatIf(e)() // TAS: candidates are also released on a copy of the cluster
 	needs := func(x *workload) bool {
 		for _, a := range x.assign {
 			for _, b := range e.assign {
@@ -99,7 +100,7 @@ func (k *Kueue) targets(e *entry) []*workload {
 			}
 			k.take(x, -1)
 			removed = append(removed, x)
-			if k.fits(C, e.assign, allowBorrow) {
+			if k.fitsEntry(e, allowBorrow) {
 				found = true
 				break
 			}
@@ -110,7 +111,7 @@ func (k *Kueue) targets(e *entry) []*workload {
 			for i := len(removed) - 2; i >= 0; i-- {
 				x := removed[i]
 				k.take(x, +1)
-				if k.fits(C, e.assign, allowBorrow) {
+				if k.fitsEntry(e, allowBorrow) {
 					removed = slices.Delete(removed, i, i+1)
 					continue
 				}
@@ -132,6 +133,7 @@ func (k *Kueue) take(x *workload, sign int64) {
 	for _, a := range x.assign {
 		x.cq.node.addUsage(a.fr, sign*a.q)
 	}
+	k.tasTake(x, sign)
 }
 
 func (k *Kueue) borrowingOn(cq *clusterQueue, assign []frQ) bool {

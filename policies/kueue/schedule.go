@@ -17,8 +17,9 @@ type entry struct {
 	mode   mode
 	assign []frQ
 	models []string
-	borrow int  // borrowing level (0 = within nominal)
-	held   bool // held a reservation from its preemption
+	borrow int       // borrowing level (0 = within nominal)
+	held   bool      // held a reservation from its preemption
+	tas    *tasEntry // topology request and assignment (TAS flavors only)
 }
 
 // Schedule runs due evictions, then admission cycles until one changes nothing,
@@ -159,7 +160,7 @@ func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
 			if k.requeueInadmissible(w) {
 				admitted++ // parked: the next head gets its turn in the next cycle
 			}
-			p.Wait(w.job.Ref, sim.ReasonQuota)
+			p.Wait(w.job.Ref, waitReason(e))
 			continue
 		case modePreempt:
 			targets := k.targets(e)
@@ -167,7 +168,7 @@ func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
 				if k.requeueInadmissible(w) {
 					admitted++
 				}
-				p.Wait(w.job.Ref, sim.ReasonQuota)
+				p.Wait(w.job.Ref, waitReason(e))
 				continue
 			}
 			overlap := false
@@ -194,10 +195,11 @@ func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
 			p.Wait(w.job.Ref, sim.ReasonPreempting)
 			continue
 		}
-		if !k.fits(w.cq, e.assign, true) {
+		if !k.fits(w.cq, e.assign, true) || !k.tasRecheck(v, e) {
 			continue // stays at the head; retried next cycle
 		}
 		k.admit(w, e)
+		k.tasStart(p, e) // a TAS workload starts on its topology assignment
 		admitted++
 	}
 	// Zero grace: victims terminate within this scheduling point.
@@ -231,7 +233,7 @@ func (k *Kueue) requeueInadmissible(w *workload) bool {
 	batch := []*workload{w}
 	keep := cq.heap[:0]
 	for _, o := range cq.heap {
-		if o.prio <= w.prio && equivalent(&o.job.Spec, &w.job.Spec) {
+		if o.prio <= w.prio && equivalent(&o.job.Spec, &w.job.Spec) && k.tasSameRequest(o, w) {
 			o.queued = false
 			o.parked = true
 			batch = append(batch, o) // in queue order, after w
@@ -311,7 +313,7 @@ func (k *Kueue) nominate(v *sim.View, w *workload) *entry {
 		var best *cand
 		chosen := (*cand)(nil)
 		for _, fl := range g.flavors {
-			if gpuGroup && !k.flavorAllowsJob(v, fl, &w.job.Spec) {
+			if gpuGroup && !k.flavorAllowsJob(v, fl, &w.job.Spec) || !k.tasFlavorOK(w, fl) {
 				continue
 			}
 			c := &cand{m: modeFit, fl: fl}
@@ -370,6 +372,7 @@ func (k *Kueue) nominate(v *sim.View, w *workload) *entry {
 	if restricted {
 		e.models = models
 	}
+	k.tasNominate(v, e)
 	return e
 }
 
