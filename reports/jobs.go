@@ -14,7 +14,7 @@ import (
 // JobColumns are the columns of jobs.csv and jobs.parquet, in order.
 var JobColumns = []string{"id", "submit_s", "start_s", "end_s", "wait_s", "jct_s", "run_s", "estimate_s",
 	"gpus", "gpus_per_replica", "replicas", "gpu_milli", "class", "queue", "user", "priority", "state",
-	"preemptions", "nodes", "span", "speed"}
+	"preemptions", "nodes", "span", "speed", "wasted_s", "overhead_s"}
 
 // JobRow is one row of jobs.csv / jobs.parquet. Times are seconds since the
 // scenario epoch with microsecond precision; a time that did not happen is NaN (an
@@ -41,6 +41,8 @@ type JobRow struct {
 	Nodes     string  // "|"-joined node names of the last placement; "" if never started
 	Span      string  // tightest topology level the last placement's GPUs share (nvlink, pcie, socket, node, leaf, spine; cluster = across spines); "" without GPUs
 	Speed     float64 // speed factor of the last run (1 = reference; < 1 slower, e.g. communication across the placement); NaN if never started
+	Wasted    float64 // wall time of its runs that produced no surviving work (lost work, checkpoint save/restore, killed runs)
+	Overhead  float64 // part of Wasted spent saving and restoring checkpoints
 }
 
 func secs(t int64) float64 { return float64(t) / 1e6 }
@@ -97,6 +99,8 @@ func JobRows(res *sim.Result) []JobRow {
 				r.Span = SpanName(lv)
 			}
 		}
+		r.Wasted = secs(int64(j.Wasted))
+		r.Overhead = secs(int64(j.Overhead))
 		r.Speed = math.NaN()
 		if sp := j.Speed(); sp > 0 {
 			r.Speed = math.Round(sp*1e6) / 1e6
@@ -146,6 +150,10 @@ func WriteJobsCSV(w io.Writer, rows []JobRow) error {
 		b = csvutil.AppendField(b, r.Span)
 		b = append(b, ',')
 		b = appendSecs(b, r.Speed)
+		b = append(b, ',')
+		b = appendSecs(b, r.Wasted)
+		b = append(b, ',')
+		b = appendSecs(b, r.Overhead)
 		b = append(b, '\n')
 		if len(b) > 60<<10 {
 			if _, err := w.Write(b); err != nil {
@@ -207,6 +215,7 @@ func ParseJobsCSV(name string, r io.Reader) ([]JobRow, error) {
 		r.Nodes = rec[18]
 		r.Span = rec[19]
 		r.Speed = f(20)
+		r.Wasted, r.Overhead = f(21), f(22)
 		if perr != nil {
 			return nil, perr
 		}

@@ -48,6 +48,8 @@ var (
 		{Name: "nodes", Type: arrow.BinaryTypes.String},
 		{Name: "span", Type: arrow.BinaryTypes.String},
 		{Name: "speed", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "wasted_s", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "overhead_s", Type: arrow.PrimitiveTypes.Float64},
 	}, nil)
 
 	eventsSchema = arrow.NewSchema([]arrow.Field{
@@ -178,6 +180,8 @@ func WriteJobsParquet(w io.Writer, rows []JobRow) error {
 			str(18).Append(r.Nodes)
 			str(19).Append(r.Span)
 			appendOptFloat(f(20), r.Speed)
+			f(21).Append(r.Wasted)
+			f(22).Append(r.Overhead)
 		}
 	})
 }
@@ -342,6 +346,7 @@ func ReadJobsParquet(path string) ([]JobRow, error) {
 			GPUs: n(8), GPUsPerRe: n(9), Replicas: n(10), GPUMilli: n(11),
 			Class: s(12), Queue: s(13), User: s(14), Priority: n(15), State: s(16),
 			Preempt: n(17), Nodes: s(18), Span: s(19), Speed: optFloat(c[20], i),
+			Wasted: f(21), Overhead: f(22),
 		})
 	})
 	if err != nil {

@@ -54,12 +54,12 @@ func TestJobsCSVGolden(t *testing.T) {
 	if err := WriteJobsCSV(&buf, JobRows(res)); err != nil {
 		t.Fatal(err)
 	}
-	want := `id,submit_s,start_s,end_s,wait_s,jct_s,run_s,estimate_s,gpus,gpus_per_replica,replicas,gpu_milli,class,queue,user,priority,state,preemptions,nodes,span,speed
-j1,0,0,100,0,100,100,100,4,4,1,1000,training,q1,alice,0,completed,0,n0a,nvlink,1
-j2,0,0,50,0,50,50,50,4,4,1,1000,experiment,q2,bob,0,completed,0,n1a,nvlink,1
-j3,10,100,120,90,110,20,20,8,4,2,1000,training,q1,alice,0,completed,0,n0a|n1a,leaf,1
-j4,20,120,125,100,105,5,5,1,1,1,1000,experiment,q2,bob,0,completed,0,n0a,nvlink,1
-j5,30,,,,,5,5,16,4,4,1000,serving,q3,carol,0,pending,0,,,
+	want := `id,submit_s,start_s,end_s,wait_s,jct_s,run_s,estimate_s,gpus,gpus_per_replica,replicas,gpu_milli,class,queue,user,priority,state,preemptions,nodes,span,speed,wasted_s,overhead_s
+j1,0,0,100,0,100,100,100,4,4,1,1000,training,q1,alice,0,completed,0,n0a,nvlink,1,0,0
+j2,0,0,50,0,50,50,50,4,4,1,1000,experiment,q2,bob,0,completed,0,n1a,nvlink,1,0,0
+j3,10,100,120,90,110,20,20,8,4,2,1000,training,q1,alice,0,completed,0,n0a|n1a,leaf,1,0,0
+j4,20,120,125,100,105,5,5,1,1,1,1000,experiment,q2,bob,0,completed,0,n0a,nvlink,1,0,0
+j5,30,,,,,5,5,16,4,4,1000,serving,q3,carol,0,pending,0,,,,0,0
 `
 	if d := cmp.Diff(want, buf.String()); d != "" {
 		t.Fatalf("jobs.csv (-want +got):\n%s", d)
@@ -79,7 +79,7 @@ func TestCSVQuoting(t *testing.T) {
 	if d := cmp.Diff(rows, back, cmpopts.EquateNaNs()); d != "" {
 		t.Fatal(d)
 	}
-	if _, err := ParseJobsCSV("bad.csv", strings.NewReader(strings.Join(JobColumns, ",")+"\nx,notanumber,,,,,1,1,1,1,1,1000,c,q,u,0,pending,0,,,\n")); err == nil || !contains(err.Error(), "bad.csv: line 2: column submit_s") {
+	if _, err := ParseJobsCSV("bad.csv", strings.NewReader(strings.Join(JobColumns, ",")+"\nx,notanumber,,,,,1,1,1,1,1,1000,c,q,u,0,pending,0,,,,0,0\n")); err == nil || !contains(err.Error(), "bad.csv: line 2: column submit_s") {
 		t.Fatalf("err = %v", err)
 	}
 }

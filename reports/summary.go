@@ -70,9 +70,16 @@ type GroupSummary struct {
 	// groups' GPU-hours (0..1).
 	GPUHours float64 `json:"gpu_hours"`
 	Share    float64 `json:"share"`
-	// WastedGPUHours is the GPU time of runs that ended in a preemption (requeue or
-	// kill): work lost unless checkpointed, so an upper bound of the waste.
+	// WastedGPUHours is GPU time that produced no surviving work: work lost since
+	// the last checkpoint at preemptions, checkpoint save/restore time, and whole
+	// runs ended by a kill or timeout (sim.Job.Wasted x GPUs).
 	WastedGPUHours float64 `json:"wasted_gpu_hours"`
+	// RequeueDelayS is the time from each preemption (requeue or suspend) of the
+	// group's jobs to the job's next start, in seconds (requeues not restarted by
+	// the end of the run are not counted).
+	RequeueDelayS Stats `json:"requeue_delay_s"`
+	// Cost is GPUHours priced at showback.pricePerGPUHour (0 without prices).
+	Cost float64 `json:"cost"`
 }
 
 // Fairness holds Jain's fairness index J = (sum x)^2 / (n * sum x^2) of the mean
@@ -99,6 +106,8 @@ type Summary struct {
 	Slowdown Stats                   `json:"slowdown"`
 	Classes  map[string]GroupSummary `json:"classes"`
 	PerQueue map[string]GroupSummary `json:"per_queue"`
+	// PerUser is the same per user (team); "default" for jobs without one.
+	PerUser  map[string]GroupSummary `json:"per_user"`
 	Fairness Fairness                `json:"fairness"`
 	// MakespanS is the time of the last job end (finish, kill or timeout), seconds.
 	MakespanS float64 `json:"makespan_s"`
@@ -170,8 +179,8 @@ func BoundedSlowdown(jct, run sim.Duration) float64 {
 
 type acc struct {
 	jobs, completed, preempt int
-	wait, jct, sd            []float64
-	gpuH, wastedH            float64
+	wait, jct, sd, requeue   []float64
+	gpuH, wastedH, cost      float64
 }
 
 func (a *acc) add(m JobMetrics, completed bool) {
@@ -191,19 +200,25 @@ func (a *acc) add(m JobMetrics, completed bool) {
 func (a *acc) group(totalH float64) GroupSummary {
 	g := GroupSummary{Jobs: a.jobs, Completed: a.completed,
 		WaitS: ComputeStats(a.wait), JCTS: ComputeStats(a.jct), Slowdown: ComputeStats(a.sd),
-		Preemptions: a.preempt, GPUHours: round(a.gpuH), WastedGPUHours: round(a.wastedH)}
+		Preemptions: a.preempt, GPUHours: round(a.gpuH), WastedGPUHours: round(a.wastedH),
+		RequeueDelayS: ComputeStats(a.requeue), Cost: round(a.cost)}
 	if totalH > 0 {
 		g.Share = round(a.gpuH / totalH)
 	}
 	return g
 }
 
-// gpuHours returns, per job, the GPU-hours held over all its runs and those of
-// runs ended by a preemption, from the event log (the last run only without one).
-func gpuHours(res *sim.Result) (held, wasted []float64) {
+// gpuHours returns, per job, the GPU-hours held over all its runs (from the event
+// log; the last run only without one), the wasted GPU-hours (sim.Job.Wasted) and
+// the delays from each preemption or suspension to the next start, in seconds.
+func gpuHours(res *sim.Result) (held, wasted []float64, requeue [][]float64) {
 	held = make([]float64, len(res.Jobs))
 	wasted = make([]float64, len(res.Jobs))
+	requeue = make([][]float64, len(res.Jobs))
 	perH := func(j *sim.Job) float64 { return float64(j.Spec.GPUDemandMilli()) / 1000 / 3600 }
+	for i := range res.Jobs {
+		wasted[i] = res.Jobs[i].Wasted.Seconds() * perH(&res.Jobs[i])
+	}
 	if len(res.Log) == 0 {
 		for i := range res.Jobs {
 			j := &res.Jobs[i]
@@ -215,27 +230,31 @@ func gpuHours(res *sim.Result) (held, wasted []float64) {
 				held[i] = (end - j.LastStart).Seconds() * perH(j)
 			}
 		}
-		return held, wasted
+		return held, wasted, requeue
 	}
 	start := make([]sim.Time, len(res.Jobs))
+	stopped := make([]sim.Time, len(res.Jobs))
 	for i := range start {
-		start[i] = sim.Never
+		start[i], stopped[i] = sim.Never, sim.Never
 	}
 	for _, e := range res.Log {
 		j := &res.Jobs[e.Job]
 		switch e.Kind {
 		case sim.EvStart:
 			start[e.Job] = e.Time
-		case sim.EvFinish, sim.EvTimeout, sim.EvPreempt, sim.EvKill:
+			if stopped[e.Job] != sim.Never {
+				requeue[e.Job] = append(requeue[e.Job], e.Time.Sub(stopped[e.Job]).Seconds())
+				stopped[e.Job] = sim.Never
+			}
+		case sim.EvFinish, sim.EvTimeout, sim.EvPreempt, sim.EvKill, sim.EvSuspend:
 			if start[e.Job] == sim.Never {
 				continue
 			}
-			h := (e.Time - start[e.Job]).Seconds() * perH(j)
-			held[e.Job] += h
-			if e.Kind == sim.EvPreempt || e.Kind == sim.EvKill {
-				wasted[e.Job] += h
-			}
+			held[e.Job] += (e.Time - start[e.Job]).Seconds() * perH(j)
 			start[e.Job] = sim.Never
+			if e.Kind == sim.EvPreempt || e.Kind == sim.EvSuspend {
+				stopped[e.Job] = e.Time
+			}
 		}
 	}
 	for i, t := range start { // still running at the end
@@ -243,15 +262,44 @@ func gpuHours(res *sim.Result) (held, wasted []float64) {
 			held[i] += (res.End - t).Seconds() * perH(&res.Jobs[i])
 		}
 	}
-	return held, wasted
+	return held, wasted, requeue
 }
 
 // Summarize computes the summary of a finished run. wall is the measured
 // wall-clock run time (the caller measures it; it only feeds wall_seconds and
 // events_per_second). A nil result gives an empty summary.
 func Summarize(res *sim.Result, prov Provenance, wall time.Duration) *Summary {
+	return SummarizeWith(res, prov, wall, Prices{})
+}
+
+// Prices is the showback price list: currency units per GPU-hour, per GPU model,
+// with Default for models not listed. A job's GPU-hours are priced at the model of
+// its last placement (or its only allowed model if it never ran).
+type Prices struct {
+	PerModel map[string]float64
+	Default  float64
+}
+
+func (p Prices) of(res *sim.Result, j *sim.Job) float64 {
+	if len(p.PerModel) == 0 {
+		return p.Default
+	}
+	m := ""
+	if len(j.Nodes) > 0 && res.Cluster != nil {
+		m = res.Cluster.Node(j.Nodes[0]).GPUModel
+	} else if len(j.Spec.GPUModels) == 1 {
+		m = j.Spec.GPUModels[0]
+	}
+	if v, ok := p.PerModel[m]; ok {
+		return v
+	}
+	return p.Default
+}
+
+// SummarizeWith is Summarize with showback prices (GroupSummary.Cost).
+func SummarizeWith(res *sim.Result, prov Provenance, wall time.Duration, price Prices) *Summary {
 	s := &Summary{Schema: SummarySchema, Scenario: prov.Scenario, Provenance: prov,
-		Classes: map[string]GroupSummary{}, PerQueue: map[string]GroupSummary{}}
+		Classes: map[string]GroupSummary{}, PerQueue: map[string]GroupSummary{}, PerUser: map[string]GroupSummary{}}
 	if res == nil {
 		return s
 	}
@@ -269,7 +317,7 @@ func Summarize(res *sim.Result, prov Provenance, wall time.Duration) *Summary {
 		return a
 	}
 	c := &s.Jobs
-	held, wasted := gpuHours(res)
+	held, wasted, requeue := gpuHours(res)
 	var totalH float64
 	for i := range res.Jobs {
 		j := &res.Jobs[i]
@@ -294,11 +342,14 @@ func Summarize(res *sim.Result, prov Provenance, wall time.Duration) *Summary {
 		m := MetricsOf(j)
 		done := j.State == sim.StateCompleted
 		all.add(m, done)
+		cost := held[i] * price.of(res, j)
 		for _, a := range []*acc{get(classes, classOf(j.Spec.Class)), get(queues, QueueName(j.Spec.Queue)), get(users, UserName(j.Spec.User))} {
 			a.add(m, done)
 			a.preempt += int(j.Preempted)
 			a.gpuH += held[i]
 			a.wastedH += wasted[i]
+			a.cost += cost
+			a.requeue = append(a.requeue, requeue[i]...)
 		}
 	}
 	c.Unfinished = c.Running + c.Pending
@@ -310,6 +361,9 @@ func Summarize(res *sim.Result, prov Provenance, wall time.Duration) *Summary {
 	}
 	for k, a := range queues {
 		s.PerQueue[k] = a.group(totalH)
+	}
+	for k, a := range users {
+		s.PerUser[k] = a.group(totalH)
 	}
 	s.Fairness.JainUsers = round(jainOfMeans(users))
 	s.Fairness.JainQueues = round(jainOfMeans(queues))

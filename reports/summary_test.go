@@ -1,11 +1,13 @@
 package reports
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/gpusim/gpusim/sim"
 )
 
 // TestSummarizeSmall checks every headline metric against hand-computed values.
@@ -50,6 +52,15 @@ func TestSummarizeSmall(t *testing.T) {
 				GPUHours: 0.056944, Share: 0.267974},
 			"q3": {Jobs: 1},
 		},
+		PerUser: map[string]GroupSummary{
+			"alice": {Jobs: 2, Completed: 2, WaitS: Stats{45, 0, 90, 90, 90},
+				JCTS: Stats{105, 100, 110, 110, 110}, Slowdown: Stats{3.25, 1, 5.5, 5.5, 5.5},
+				GPUHours: 0.155556, Share: 0.732026},
+			"bob": {Jobs: 2, Completed: 2, WaitS: Stats{50, 0, 100, 100, 100},
+				JCTS: Stats{77.5, 50, 105, 105, 105}, Slowdown: Stats{5.75, 1, 10.5, 10.5, 10.5},
+				GPUHours: 0.056944, Share: 0.267974},
+			"carol": {Jobs: 1},
+		},
 		// 81 / (2 x (3.25^2 + 5.75^2)) = 0.9283667...
 		Fairness:         Fairness{JainUsers: 0.928367, JainQueues: 0.928367},
 		MakespanS:        125,
@@ -64,6 +75,15 @@ func TestSummarizeSmall(t *testing.T) {
 	}
 	if d := cmp.Diff(want, s); d != "" {
 		t.Fatalf("summary mismatch (-want +got):\n%s", d)
+	}
+	// Showback: 560 GPU-s of q1 at 3.6 per GPU-hour = 0.56; a per-model price wins.
+	priced := SummarizeWith(res, prov, 2*time.Second, Prices{Default: 3.6})
+	if got := priced.PerQueue["q1"].Cost; got != 0.56 {
+		t.Errorf("q1 cost %g, want 0.56", got)
+	}
+	priced = SummarizeWith(res, prov, 2*time.Second, Prices{Default: 3.6, PerModel: map[string]float64{"a100": 7.2}})
+	if got := priced.PerUser["bob"].Cost; got != 0.41 {
+		t.Errorf("bob cost %g, want 205 GPU-s x 7.2 / 3600 = 0.41", got)
 	}
 	// arrivals 5 + ends 4 at least
 	if res.Events < 9 {
@@ -142,4 +162,23 @@ func TestSummaryJSONGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "small/summary.json", b)
+}
+
+// TestGPUHoursRequeueDelay: held time ends at preempt and suspend; the delay to the
+// next start is the requeue delay.
+func TestGPUHoursRequeueDelay(t *testing.T) {
+	s := func(sec float64) sim.Time { return sim.Time(sim.Seconds(sec)) }
+	res := &sim.Result{
+		Jobs: []sim.Job{{Spec: sim.JobSpec{ID: "a", Replicas: 1, GPUsPerReplica: 2, GPUMilli: sim.WholeGPU}, Wasted: sim.Seconds(36), End: s(50)}},
+		Log: []sim.Event{{Time: 0, Kind: sim.EvStart}, {Time: s(10), Kind: sim.EvPreempt}, {Time: s(25), Kind: sim.EvStart},
+			{Time: s(30), Kind: sim.EvSuspend}, {Time: s(40), Kind: sim.EvStart}, {Time: s(50), Kind: sim.EvFinish}},
+		End: s(50),
+	}
+	held, wasted, requeue := gpuHours(res)
+	if held[0] != 25*2/3600.0 || wasted[0] != 36*2/3600.0 {
+		t.Errorf("held %g wasted %g", held[0]*3600, wasted[0]*3600)
+	}
+	if fmt.Sprint(requeue[0]) != "[15 10]" {
+		t.Errorf("requeue delays %v, want [15 10]", requeue[0])
+	}
 }

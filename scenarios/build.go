@@ -152,6 +152,11 @@ func (s *Scenario) Config() sim.Config {
 		Oracle:             s.Oracle,
 		EnforceWalltime:    *s.Simulation.EnforceWalltime,
 		CheckpointInterval: sim.Duration(s.Simulation.CheckpointInterval),
+		CheckpointSave:     sim.Duration(s.Simulation.CheckpointSaveCost),
+		CheckpointRestore:  sim.Duration(s.Simulation.CheckpointRestoreCost),
+		CheckpointOnSignal: s.Simulation.CheckpointOnSignal,
+		PreemptMinRuntime:  sim.Duration(s.Simulation.PreemptMinRuntime),
+		PreemptAntiChurn:   sim.Duration(s.Simulation.PreemptAntiChurn),
 		SampleInterval:     sim.Duration(*s.Simulation.SampleInterval),
 		Horizon:            sim.Time(s.Simulation.Horizon),
 	}

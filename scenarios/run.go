@@ -155,7 +155,7 @@ func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, jobs []sim.
 	}
 	res.Policy = label
 	prov := reports.Provenance{Version: opts.Version, GoVersion: runtime.Version(), Seed: s.SeedValue(), Scenario: s.Name, ScenarioSHA256: s.hash}
-	sum := reports.Summarize(res, prov, wall)
+	sum := reports.SummarizeWith(res, prov, wall, s.Prices())
 	pr := PolicyRun{Label: label, Result: res, Summary: sum, Wall: wall}
 	if opts.OutDir != "" {
 		pr.Dir = filepath.Join(opts.OutDir, label)

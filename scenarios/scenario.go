@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpusim/gpusim/internal/fsutil"
 	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/reports"
 	"github.com/gpusim/gpusim/sim"
 	"github.com/gpusim/gpusim/traces"
 	"github.com/gpusim/gpusim/workloads"
@@ -48,11 +49,28 @@ type Scenario struct {
 	// SpeedModel, when present and enabled, makes job speed depend on placement
 	// (see SpeedModelSpec).
 	SpeedModel *SpeedModelSpec `yaml:"speedModel"`
+	// Showback prices GPU-hours per queue, user and class in summary.json (cost).
+	Showback *Showback `yaml:"showback"`
 
 	file string     // path it was read from ("" when embedded)
 	dir  string     // base directory for relative paths
 	root *yaml.Node // document, after --set overrides
 	hash string     // sha256 of the effective document
+}
+
+// Showback is the price list for showback: currency units per GPU-hour.
+type Showback struct {
+	Currency        string             `yaml:"currency"`        // label only (default "USD")
+	PricePerGPUHour float64            `yaml:"pricePerGPUHour"` // models not in perModel
+	PerModel        map[string]float64 `yaml:"perModel"`        // GPU model -> price per GPU-hour
+}
+
+// Prices returns the reports price list (zero prices without a showback block).
+func (s *Scenario) Prices() reports.Prices {
+	if s.Showback == nil {
+		return reports.Prices{}
+	}
+	return reports.Prices{Default: s.Showback.PricePerGPUHour, PerModel: s.Showback.PerModel}
 }
 
 // Simulation holds simulator-only settings.
@@ -65,6 +83,17 @@ type Simulation struct {
 	EnforceWalltime *bool `yaml:"enforceWalltime"`
 	// CheckpointInterval: preempted jobs keep work up to the last multiple (default 0: none).
 	CheckpointInterval policies.Dur `yaml:"checkpointInterval"`
+	// CheckpointSaveCost is the wall time of each checkpoint save (default 0).
+	CheckpointSaveCost policies.Dur `yaml:"checkpointSaveCost"`
+	// CheckpointRestoreCost is the wall time of each restart after a requeue (default 0).
+	CheckpointRestoreCost policies.Dur `yaml:"checkpointRestoreCost"`
+	// CheckpointOnSignal: a job given a termination grace period of at least the save
+	// cost checkpoints in it and loses no work (default false).
+	CheckpointOnSignal bool `yaml:"checkpointOnSignal"`
+	// PreemptMinRuntime protects each run from preemption for this long (default 0).
+	PreemptMinRuntime policies.Dur `yaml:"preemptMinRuntime"`
+	// PreemptAntiChurn protects a job from another preemption for this long after one (default 0).
+	PreemptAntiChurn policies.Dur `yaml:"preemptAntiChurn"`
 }
 
 // ClusterSpec describes the cluster: pools of templated nodes, or an imported node list.

@@ -3,6 +3,8 @@ package scenarios
 import (
 	"strings"
 	"testing"
+
+	"github.com/gpusim/gpusim/sim"
 )
 
 const minimal = `apiVersion: gpusim/v1alpha1
@@ -99,4 +101,24 @@ func FuzzParse(f *testing.F) {
 		}
 		_, _ = sc.Nodes()
 	})
+}
+
+func TestPreemptionCostAndShowbackFields(t *testing.T) {
+	sc, err := Parse([]byte(minimal), "s.yaml", []string{"simulation.checkpointInterval=30m", "simulation.checkpointSaveCost=20s",
+		"simulation.checkpointRestoreCost=1m", "simulation.checkpointOnSignal=true", "simulation.preemptMinRuntime=5m",
+		"simulation.preemptAntiChurn=1h", "showback.pricePerGPUHour=2.5", "showback.perModel.H100=4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sc.Config()
+	if cfg.CheckpointSave != 20*sim.Second || cfg.CheckpointRestore != sim.Minute || !cfg.CheckpointOnSignal ||
+		cfg.PreemptMinRuntime != 5*sim.Minute || cfg.PreemptAntiChurn != sim.Hour {
+		t.Errorf("config %+v", cfg)
+	}
+	if p := sc.Prices(); p.Default != 2.5 || p.PerModel["H100"] != 4 || sc.Showback.Currency != "USD" {
+		t.Errorf("prices %+v", p)
+	}
+	mustErr(t, minimal, []string{"simulation.checkpointSaveCost=20s"}, "simulation.checkpointSaveCost: has no effect without checkpointInterval")
+	mustErr(t, minimal, []string{"showback.perModel.H100=-1"}, "showback.perModel.H100: must not be negative")
+	mustErr(t, minimal, []string{"simulation.preemptAntiChurn=-1s"}, "simulation.preemptAntiChurn")
 }

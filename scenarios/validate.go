@@ -2,7 +2,9 @@ package scenarios
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/gpusim/gpusim/policies"
@@ -45,6 +47,22 @@ func (s *Scenario) validate() sim.FieldErrors {
 	}
 	if s.Simulation.SampleInterval != nil && *s.Simulation.SampleInterval != 0 && *s.Simulation.SampleInterval < policies.Dur(sim.Second) {
 		fe.Add("simulation.sampleInterval", "must be 0 (off) or at least 1s")
+	}
+	if sm := &s.Simulation; sm.CheckpointSaveCost > 0 && sm.CheckpointInterval == 0 && !sm.CheckpointOnSignal {
+		fe.Add("simulation.checkpointSaveCost", "has no effect without checkpointInterval or checkpointOnSignal")
+	}
+	if sb := s.Showback; sb != nil {
+		if sb.PricePerGPUHour < 0 {
+			fe.Add("showback.pricePerGPUHour", "must not be negative")
+		}
+		for _, m := range slices.Sorted(maps.Keys(sb.PerModel)) {
+			if sb.PerModel[m] < 0 {
+				fe.Add("showback.perModel."+m, "must not be negative")
+			}
+		}
+		if sb.Currency == "" {
+			sb.Currency = "USD"
+		}
 	}
 	// Cluster
 	c := &s.Cluster

@@ -55,6 +55,10 @@ func (k *Kueue) Schedule(v *sim.View, p *sim.Plan) error {
 	c := v.Cluster()
 	for i := 0; i < len(k.pendingPl); {
 		w := k.pendingPl[i]
+		if w.evicting { // its pods are being deleted: they do not start
+			i++
+			continue
+		}
 		if k.place(c, w) {
 			if err := p.AddStart(w.job.Ref, k.pl.Nodes, k.pl.GPUs); err != nil {
 				return err
@@ -87,7 +91,7 @@ func (k *Kueue) evict(p *sim.Plan, ev eviction) error {
 	k.release(w)
 	w.state = wlPending
 	if wasRunning {
-		if err := p.AddPreempt(w.job.Ref, sim.PreemptRequeue, "kueue preemption"); err != nil {
+		if err := p.AddPreemptAfterGrace(w.job.Ref, sim.PreemptRequeue, "kueue preemption", k.grace); err != nil {
 			return err
 		}
 	} else {
