@@ -109,7 +109,7 @@ func ExplainJob(r *Run, id string) (*Explanation, error) {
 		case "start":
 			charge(e.TimeU)
 			pending = false
-		case "preempt":
+		case "preempt", "suspend":
 			pending, reason, since = true, "", e.TimeU
 		case "finish", "kill", "timeout":
 			charge(e.TimeU)
@@ -275,6 +275,8 @@ func (x *Explanation) WriteText(w io.Writer) error {
 			b.WriteString(" started")
 		case "preempt":
 			b.WriteString(" preempted and requeued")
+		case "suspend":
+			b.WriteString(" suspended (keeps its work and memory; resumes on the same nodes)")
 		case "finish":
 			b.WriteString(" completed")
 		case "kill":

@@ -372,7 +372,7 @@ func ganttFigure(label string, r *Run) *Figure {
 		switch e.Kind {
 		case "start":
 			open[e.JobID] = e.TimeS
-		case "finish", "preempt", "kill", "timeout":
+		case "finish", "preempt", "suspend", "kill", "timeout":
 			if st, ok := open[e.JobID]; ok {
 				last[e.JobID] = span{st, e.TimeS}
 				delete(open, e.JobID)
@@ -678,7 +678,7 @@ func QueueShares(r *Run) *QueueShare {
 					running[e.JobID] = true
 					alloc[in.q] += in.milli
 				}
-			case "finish", "preempt", "kill", "timeout":
+			case "finish", "preempt", "suspend", "kill", "timeout":
 				if running[e.JobID] {
 					delete(running, e.JobID)
 					alloc[in.q] -= in.milli
