@@ -1,0 +1,235 @@
+package kueue
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/sim"
+	. "github.com/gpusim/gpusim/sim/simtest"
+)
+
+// tasQueue is one TAS-only ClusterQueue of 64 GPUs (the 8 x 8-GPU test cluster:
+// two racks of four nodes, one block) on a flavor whose Topology has the
+// documentation's block / rack / hostname levels.
+const tasQueue = `
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: Topology
+metadata: {name: default}
+spec:
+  levels:
+  - nodeLabel: cloud.provider.com/topology-block
+  - nodeLabel: cloud.provider.com/topology-rack
+  - nodeLabel: kubernetes.io/hostname
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: tas-flavor}
+spec: {topologyName: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  PREEMPTION
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: tas-flavor, resources: [{name: nvidia.com/gpu, nominalQuota: 64}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: q}
+spec: {clusterQueue: cq}
+`
+
+func newTASKueue(t *testing.T, preemption string, grace sim.Duration, rules ...TopologyRequestRule) *Kueue {
+	t.Helper()
+	g := policies.Dur(grace)
+	m := strings.Replace(tasQueue, "PREEMPTION", preemption, 1)
+	k, err := New(Params{Inline: m, EvictionGracePeriod: &g, TopologyRequests: rules}, policies.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// placed wraps the policy and records each job's nodes at its (last) start.
+type placed struct {
+	*Kueue
+	nodes map[string][]sim.NodeID
+	leaf  map[string][]int32 // leaf domain of each replica
+}
+
+func (p *placed) Observe(v *sim.View, e sim.Event) {
+	p.Kueue.Observe(v, e)
+	if e.Kind != sim.EvStart {
+		return
+	}
+	if p.nodes == nil {
+		p.nodes, p.leaf = map[string][]sim.NodeID{}, map[string][]int32{}
+	}
+	j := v.Job(e.Job)
+	c := v.Cluster()
+	id := string(j.Spec.ID)
+	p.nodes[id] = slices.Clone(j.Nodes)
+	p.leaf[id] = p.leaf[id][:0]
+	for _, n := range j.Nodes {
+		first, _ := c.NodeGPUs(n)
+		p.leaf[id] = append(p.leaf[id], c.GPUDomain(first, sim.LevelLeaf))
+	}
+}
+
+// fragmented are eight 8-GPU fillers that take nodes 0..7 at t=0 (implied
+// unconstrained request: LeastFreeCapacity over equal nodes, lowest id first).
+// Nodes 0 and 4 (one per rack) free up at t=100, node 7 (rack 1) at t=200, the
+// rest at t=1000: from t=100 to t=200 16 GPUs are free but no rack has 16.
+func fragmented(prio int32) []sim.JobSpec {
+	dur := []float64{100, 1000, 1000, 1000, 100, 1000, 1000, 200}
+	var jobs []sim.JobSpec
+	for i, d := range dur {
+		jobs = append(jobs, MakeJob(fmt.Sprintf("f%d", i)).Queue("q").GPUs(8).Prio(prio).Dur(d).Obj())
+	}
+	return jobs
+}
+
+func waits(res *sim.Result, id string, at float64, r sim.Reason) bool {
+	return strings.Contains(Schedule(res), fmt.Sprintf("t=%g wait %s %s\n", at, id, r))
+}
+
+// A required rack-level request (2 x 8 GPUs) submitted at t=50 waits for quota
+// until t=100; then quota fits (48 + 16 <= 64) but the 16 free GPUs are split
+// over the two racks, so it waits with reason topology (no preemption
+// configured: Preempt without candidates, parked); at t=200 node 7 frees rack 1
+// (nodes 4 and 7) and it starts there. A preferred rack-level request falls back
+// to the block at t=100 (nodes 0 and 4); the implied request (no rule) is
+// unconstrained and starts at t=100 too.
+func TestTASRequiredWaitsPreferredFallsBack(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		rules     []TopologyRequestRule
+		start     float64
+		nodes     []sim.NodeID
+		topoWait  bool
+		sameLeaf  bool
+		wantLeafs int
+	}{
+		{"required", []TopologyRequestRule{{Class: "training", Required: "cloud.provider.com/topology-rack"}}, 200, []sim.NodeID{4, 7}, true, true, 1},
+		{"preferred", []TopologyRequestRule{{Class: "training", Preferred: "cloud.provider.com/topology-rack"}}, 100, []sim.NodeID{0, 4}, false, false, 2},
+		{"implied", nil, 100, []sim.NodeID{0, 4}, false, false, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &placed{Kueue: newTASKueue(t, "", 0, tc.rules...)}
+			big := MakeJob("big").Queue("q").GPUs(8).Replicas(2).At(50).Dur(100).Obj()
+			big.Class = sim.ClassTraining
+			res := Run(t, Nodes(8, 8), p, append(fragmented(0), big)...)
+			st := Starts(res)
+			for i := 0; i < 8; i++ {
+				if st[fmt.Sprintf("f%d", i)] != 0 || !slices.Equal(p.nodes[fmt.Sprintf("f%d", i)], []sim.NodeID{sim.NodeID(i)}) {
+					t.Fatalf("filler f%d: start %v on %v, want 0 on node %d", i, st[fmt.Sprintf("f%d", i)], p.nodes[fmt.Sprintf("f%d", i)], i)
+				}
+			}
+			if st["big"] != tc.start || !slices.Equal(p.nodes["big"], tc.nodes) {
+				t.Fatalf("big started at %v on %v, want %v on %v\n%s", st["big"], p.nodes["big"], tc.start, tc.nodes, Schedule(res))
+			}
+			if !waits(res, "big", 50, sim.ReasonQuota) {
+				t.Errorf("big should wait for quota at t=50\n%s", Schedule(res))
+			}
+			if got := waits(res, "big", 100, sim.ReasonTopology); got != tc.topoWait {
+				t.Errorf("topology wait at t=100: %v, want %v\n%s", got, tc.topoWait, Schedule(res))
+			}
+			if l := p.leaf["big"]; len(slices.Compact(slices.Clone(l))) != tc.wantLeafs {
+				t.Errorf("big spans leaves %v, want %d", l, tc.wantLeafs)
+			}
+		})
+	}
+}
+
+// A gang that no domain of the required level can ever hold (2 x 8 GPUs on one
+// 8-GPU host) is NoFit even on an empty cluster (Kueue's simulateEmpty): it
+// waits with reason topology and never starts, while the quota is free.
+func TestTASNeverFitsIsTopologyWait(t *testing.T) {
+	k := newTASKueue(t, "", 0, TopologyRequestRule{Queue: "q", Required: "kubernetes.io/hostname"})
+	res := Run(t, Nodes(8, 8), k,
+		MakeJob("two-hosts").Queue("q").GPUs(8).Replicas(2).Dur(10).Obj(),
+		MakeJob("one-host").Queue("q").GPUs(4).Replicas(2).At(1).Dur(10).Obj())
+	st := Starts(res)
+	if st["two-hosts"] != -1 || st["one-host"] != 1 {
+		t.Fatalf("starts %v: two-hosts must never start, one-host at 1\n%s", st, Schedule(res))
+	}
+	if !waits(res, "two-hosts", 0, sim.ReasonTopology) {
+		t.Errorf("want a topology wait\n%s", Schedule(res))
+	}
+}
+
+// policies.md 7.4 "TAS: a quota-fitting workload can still require preemption
+// because of topology fragmentation". Low-priority fillers leave 16 GPUs free at
+// t=100, 8 per rack. A high-priority required-rack gang (2 x 8) at t=150 fits
+// the quota (48 + 16 <= 64) but no rack: with withinClusterQueue: LowerPriority
+// the preemption simulation removes candidates (most recently admitted first:
+// f7, on node 7) on a copy of the cluster until rack 1 holds the gang; one
+// victim suffices. It starts at 150 + grace on nodes 4 and 7.
+func TestTASFragmentationTriggersPreemption(t *testing.T) {
+	for _, grace := range []sim.Duration{0, 30 * sim.Second} {
+		t.Run(fmt.Sprintf("grace=%v", grace), func(t *testing.T) {
+			p := &placed{Kueue: newTASKueue(t, "preemption: {withinClusterQueue: LowerPriority}", grace,
+				TopologyRequestRule{Class: "training", Required: "cloud.provider.com/topology-rack"})}
+			hp := MakeJob("hp").Queue("q").GPUs(8).Replicas(2).Prio(10).At(150).Dur(100).Obj()
+			hp.Class = sim.ClassTraining
+			res := Run(t, Nodes(8, 8), p, append(fragmented(0), hp)...)
+			want := 150 + grace.Seconds()
+			if st := Starts(res); st["hp"] != want || !slices.Equal(p.nodes["hp"], []sim.NodeID{4, 7}) {
+				t.Fatalf("hp started at %v on %v, want %v on [4 7]\n%s", st["hp"], p.nodes["hp"], want, Schedule(res))
+			}
+			for i := range res.Jobs {
+				j := &res.Jobs[i]
+				wantP := int32(0)
+				if j.Spec.ID == "f7" {
+					wantP = 1
+				}
+				if j.Preempted != wantP {
+					t.Errorf("%s preempted %d times, want %d\n%s", j.Spec.ID, j.Preempted, wantP, Schedule(res))
+				}
+			}
+		})
+	}
+	// A 3 x 8 gang also needs quota (48 + 24 > 64): removing f7 satisfies the
+	// quota but rack 1 then holds only 16 GPUs, so the simulation goes on to f6;
+	// fill-back keeps both (rack 1 needs nodes 4, 6 and 7). Both are evicted in
+	// one cycle, so the gang starts after one grace period (a quota-only check
+	// would stop at f7 and need a second round: 210).
+	t.Run("two-victims", func(t *testing.T) {
+		p := &placed{Kueue: newTASKueue(t, "preemption: {withinClusterQueue: LowerPriority}", 30*sim.Second,
+			TopologyRequestRule{Class: "training", Required: "cloud.provider.com/topology-rack"})}
+		hp := MakeJob("hp").Queue("q").GPUs(8).Replicas(3).Prio(10).At(150).Dur(100).Obj()
+		hp.Class = sim.ClassTraining
+		res := Run(t, Nodes(8, 8), p, append(fragmented(0), hp)...)
+		if st := Starts(res); st["hp"] != 180 || !slices.Equal(p.nodes["hp"], []sim.NodeID{4, 6, 7}) {
+			t.Fatalf("hp started at %v on %v, want 180 on [4 6 7]\n%s", st["hp"], p.nodes["hp"], Schedule(res))
+		}
+		for i := range res.Jobs {
+			j := &res.Jobs[i]
+			wantP := int32(0)
+			if j.Spec.ID == "f6" || j.Spec.ID == "f7" {
+				wantP = 1
+			}
+			if j.Preempted != wantP {
+				t.Errorf("%s preempted %d times, want %d\n%s", j.Spec.ID, j.Preempted, wantP, Schedule(res))
+			}
+		}
+	})
+	// Without a preemption policy the same gang waits for f7 to finish at 200.
+	t.Run("no-preemption", func(t *testing.T) {
+		k := newTASKueue(t, "", 0, TopologyRequestRule{Class: "training", Required: "cloud.provider.com/topology-rack"})
+		hp := MakeJob("hp").Queue("q").GPUs(8).Replicas(2).Prio(10).At(150).Dur(100).Obj()
+		hp.Class = sim.ClassTraining
+		res := Run(t, Nodes(8, 8), k, append(fragmented(0), hp)...)
+		if st := Starts(res); st["hp"] != 200 {
+			t.Fatalf("hp started at %v, want 200\n%s", st["hp"], Schedule(res))
+		}
+		if !waits(res, "hp", 150, sim.ReasonTopology) {
+			t.Errorf("want a topology wait at 150\n%s", Schedule(res))
+		}
+	})
+}
