@@ -43,7 +43,7 @@ var directionOf = map[string]Direction{
 	"makespan_s": HigherIsWorse, "end_s": HigherIsWorse, "wall_seconds": HigherIsWorse,
 	"unfinished": HigherIsWorse, "running": HigherIsWorse, "pending": HigherIsWorse,
 	"never_started": HigherIsWorse, "killed": HigherIsWorse, "timeout": HigherIsWorse,
-	"preemptions":     HigherIsWorse,
+	"preemptions": HigherIsWorse, "wasted_gpu_hours": HigherIsWorse, "requeue_delay_s": HigherIsWorse, "cost": HigherIsWorse,
 	"gpu_utilization": LowerIsWorse, "completed": LowerIsWorse, "fairness": LowerIsWorse,
 	"jain_users": LowerIsWorse, "jain_queues": LowerIsWorse, "events_per_second": LowerIsWorse,
 }

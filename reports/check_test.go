@@ -44,6 +44,7 @@ func TestMetricDirection(t *testing.T) {
 		"wait_s.p99": HigherIsWorse, "classes.training.jct_s.mean": HigherIsWorse, "makespan_s": HigherIsWorse,
 		"jobs.unfinished": HigherIsWorse, "gpu_utilization": LowerIsWorse, "jobs.completed": LowerIsWorse,
 		"fairness.jain_users": LowerIsWorse, "per_queue.q1.completed": LowerIsWorse, "jobs.total": EitherIsWorse,
+		"per_user.alice.wasted_gpu_hours": HigherIsWorse, "per_queue.q1.requeue_delay_s.p95": HigherIsWorse, "per_queue.q1.cost": HigherIsWorse,
 	} {
 		if got := MetricDirection(path); got != want {
 			t.Errorf("%s: %v, want %v", path, got, want)
