@@ -1,0 +1,481 @@
+package volcano
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/sim"
+)
+
+// Params are the volcano policy's scenario parameters. Actions and Tiers use the
+// same keys and syntax as volcano-scheduler.conf, so a real configuration can be
+// pasted.
+type Params struct {
+	// SchedulePeriod is the time between sessions (--schedule-period, default 1s).
+	// Decisions are made only at multiples of it.
+	SchedulePeriod *policies.Dur `yaml:"schedulePeriod"`
+	// EvictionGracePeriod is how long an evicted job keeps running (and holding its
+	// nodes) before it stops: the pods' termination grace period (default 30s).
+	EvictionGracePeriod *policies.Dur `yaml:"evictionGracePeriod"`
+	// Actions is the comma-separated action list run in order every session
+	// (default "enqueue, allocate, backfill"; also preempt, reclaim).
+	Actions string `yaml:"actions"`
+	// Tiers are the plugin tiers (default: Volcano's helm chart configuration).
+	Tiers []TierSpec `yaml:"tiers"`
+	// Queues are the Volcano Queues. A queue named "default" (weight 1, open,
+	// reclaimable) always exists; list it to change it.
+	Queues []QueueSpec `yaml:"queues"`
+	// QueueMapping maps a job's trace queue to a Volcano queue.
+	QueueMapping map[string]string `yaml:"queueMapping"`
+	// DefaultQueue receives jobs whose queue is empty, unmapped and not a queue
+	// name (default "default").
+	DefaultQueue string `yaml:"defaultQueue"`
+}
+
+// TierSpec is one tier of plugins (volcano-scheduler.conf `tiers[]`).
+type TierSpec struct {
+	Plugins []PluginSpec `yaml:"plugins"`
+}
+
+// PluginSpec is one plugin with its arguments (volcano-scheduler.conf syntax).
+type PluginSpec struct {
+	Name      string            `yaml:"name"`
+	Arguments map[string]string `yaml:"arguments"`
+}
+
+// QueueSpec is a Volcano Queue (scheduling.volcano.sh/v1beta1 Queue spec fields).
+type QueueSpec struct {
+	Name string `yaml:"name"`
+	// Weight is the proportion plugin's share weight (default 1, >= 1).
+	Weight *int32 `yaml:"weight"`
+	// Capability caps what the queue may use; unset resources are unlimited.
+	Capability ResourceList `yaml:"capability"`
+	// Guarantee is reserved for the queue (its deserved share never drops below it).
+	Guarantee ResourceList `yaml:"guarantee"`
+	// Priority orders queues before their share does (higher first, default 0).
+	Priority int32 `yaml:"priority"`
+	// Reclaimable lets other queues reclaim this queue's resources above its
+	// deserved share (default true).
+	Reclaimable *bool `yaml:"reclaimable"`
+	// State is Open (default) or Closed (no new jobs are enqueued).
+	State string `yaml:"state"`
+}
+
+// ResourceList is a Kubernetes-style resource list: gpu (or nvidia.com/gpu) in GPUs
+// (fractions allowed), cpu in cores as a Kubernetes quantity ("16", "500m"),
+// memory as a Kubernetes quantity in bytes ("64Gi", "512Mi").
+type ResourceList map[string]string
+
+// Resource dimensions, in gpusim's units.
+const (
+	dimGPU = iota // milli-GPU
+	dimCPU        // millicores
+	dimMem        // MiB
+	numDims
+)
+
+var dimNames = [numDims]string{"gpu", "cpu", "memory"}
+
+// res is a resource vector: milli-GPU, millicores, MiB.
+type res [numDims]float64
+
+var infRes = res{math.Inf(1), math.Inf(1), math.Inf(1)}
+
+// Default values.
+const (
+	DefaultPeriod           = sim.Second
+	DefaultEvictionGrace    = 30 * sim.Second
+	DefaultOvercommitFactor = 1.2
+	DefaultActions          = "enqueue, allocate, backfill"
+)
+
+// DefaultTiers is Volcano's helm-chart scheduler configuration.
+func DefaultTiers() []TierSpec {
+	return []TierSpec{
+		{Plugins: []PluginSpec{{Name: "priority"}, {Name: "gang"}, {Name: "conformance"}}},
+		{Plugins: []PluginSpec{{Name: "overcommit"}, {Name: "drf"}, {Name: "predicates"}, {Name: "proportion"}, {Name: "nodeorder"}, {Name: "binpack"}}},
+	}
+}
+
+// modelled plugins; notModelled are accepted with a warning.
+var modelled = []string{"priority", "gang", "conformance", "overcommit", "drf", "predicates", "proportion", "nodeorder", "binpack"}
+
+var notModelled = []string{"sla", "tdm", "numaaware", "task-topology", "capacity", "network-topology-aware", "rescheduling",
+	"usage", "resource-strategy-fit", "extender", "deviceshare", "pdb", "cdp", "nodegroup", "resourcequota", "nodegroup", "rescheduling"}
+
+var knownActions = []string{"enqueue", "allocate", "backfill", "preempt", "reclaim"}
+
+func parseResources(field string, rl ResourceList, unset float64) (res, error) {
+	r := res{unset, unset, unset}
+	keys := make([]string, 0, len(rl))
+	for k := range rl {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		d := -1
+		switch k {
+		case "gpu", "nvidia.com/gpu":
+			d = dimGPU
+		case "cpu":
+			d = dimCPU
+		case "memory":
+			d = dimMem
+		default:
+			return r, fmt.Errorf("%s.%s: unknown resource (want gpu, cpu or memory)", field, k)
+		}
+		v, err := parseQuantity(rl[k])
+		if err != nil {
+			return r, fmt.Errorf("%s.%s: %v", field, k, err)
+		}
+		switch d {
+		case dimGPU:
+			v *= 1000
+		case dimCPU:
+			v *= 1000
+		case dimMem:
+			v /= 1 << 20
+		}
+		r[d] = v
+	}
+	return r, nil
+}
+
+// parseQuantity parses a Kubernetes quantity ("16", "500m", "64Gi", "1.5") into its
+// plain value.
+func parseQuantity(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, errors.New("empty quantity")
+	}
+	num, mult := s, 1.0
+	for _, x := range []struct {
+		suf string
+		m   float64
+	}{{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"Ti", 1 << 40}, {"Pi", 1 << 50},
+		{"k", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"P", 1e15}, {"m", 1e-3}} {
+		if strings.HasSuffix(s, x.suf) {
+			num, mult = strings.TrimSuffix(s, x.suf), x.m
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("invalid quantity %q", s)
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("quantity %q must be >= 0", s)
+	}
+	return v * mult, nil
+}
+
+// config is the validated configuration.
+type config struct {
+	period    sim.Duration
+	grace     sim.Duration
+	actions   []string
+	tiers     [][]string // plugin names per tier
+	enabled   map[string]bool
+	ocFactor  float64
+	binpack   binpackArgs
+	nodeorder nodeorderArgs
+	queues    []*queue
+	byName    map[string]*queue
+	mapping   map[string]*queue
+	defQueue  *queue
+	warnings  []string
+}
+
+type binpackArgs struct {
+	weight float64
+	w      res // per-dimension weight; 0 = ignored
+}
+
+type nodeorderArgs struct {
+	least, most, balanced float64
+}
+
+// ParamsFromYAML decodes params strictly (unknown keys anywhere are errors naming
+// their line and path).
+func ParamsFromYAML(n *yaml.Node) (Params, error) {
+	var p Params
+	if err := policies.DecodeParams(n, &p); err != nil {
+		return p, err
+	}
+	if n != nil {
+		if errs := policies.CheckFields(n, &p); len(errs) > 0 {
+			return p, errors.Join(errs...)
+		}
+	}
+	return p, nil
+}
+
+func argFloat(plugin, key, v string) (float64, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("tiers: plugin %s: argument %s: %q is not a number", plugin, key, v)
+	}
+	if f < 0 {
+		return 0, fmt.Errorf("tiers: plugin %s: argument %s: must be >= 0, got %q", plugin, key, v)
+	}
+	return f, nil
+}
+
+func buildConfig(p Params) (*config, error) {
+	c := &config{period: DefaultPeriod, grace: DefaultEvictionGrace, ocFactor: DefaultOvercommitFactor,
+		enabled: map[string]bool{}, byName: map[string]*queue{}, mapping: map[string]*queue{}}
+	if p.SchedulePeriod != nil {
+		c.period = sim.Duration(*p.SchedulePeriod)
+		if c.period <= 0 {
+			return nil, errors.New("schedulePeriod: must be > 0")
+		}
+	}
+	if p.EvictionGracePeriod != nil {
+		c.grace = sim.Duration(*p.EvictionGracePeriod)
+	}
+	acts := p.Actions
+	if strings.TrimSpace(acts) == "" {
+		acts = DefaultActions
+	}
+	for _, a := range strings.Split(acts, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			continue
+		}
+		if !slices.Contains(knownActions, a) {
+			return nil, fmt.Errorf("actions: unknown or unsimulated action %q (simulated: %s)", a, strings.Join(knownActions, ", "))
+		}
+		c.actions = append(c.actions, a)
+	}
+	tiers := p.Tiers
+	if len(tiers) == 0 {
+		tiers = DefaultTiers()
+	}
+	for ti, t := range tiers {
+		var names []string
+		for pi, pl := range t.Plugins {
+			field := fmt.Sprintf("tiers[%d].plugins[%d]", ti, pi)
+			switch {
+			case slices.Contains(modelled, pl.Name):
+			case slices.Contains(notModelled, pl.Name):
+				c.warnings = append(c.warnings, fmt.Sprintf("%s: plugin %q is read but not simulated", field, pl.Name))
+				continue
+			default:
+				return nil, fmt.Errorf("%s.name: unknown plugin %q (simulated: %s)", field, pl.Name, strings.Join(modelled, ", "))
+			}
+			if c.enabled[pl.Name] {
+				return nil, fmt.Errorf("%s.name: plugin %q listed twice", field, pl.Name)
+			}
+			c.enabled[pl.Name] = true
+			names = append(names, pl.Name)
+			if err := c.pluginArgs(field, pl); err != nil {
+				return nil, err
+			}
+		}
+		c.tiers = append(c.tiers, names)
+	}
+	if !c.enabled["binpack"] {
+		c.binpack = binpackArgs{}
+	}
+	if !c.enabled["gang"] {
+		return nil, errors.New("tiers: the gang plugin is required (gpusim jobs are gangs that start all-or-nothing)")
+	}
+	if err := c.buildQueues(p); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *config) pluginArgs(field string, pl PluginSpec) error {
+	keys := make([]string, 0, len(pl.Arguments))
+	for k := range pl.Arguments {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	switch pl.Name {
+	case "binpack":
+		c.binpack = binpackArgs{weight: 1, w: res{0, 1, 1}}
+		var listed []string
+		if v, ok := pl.Arguments["binpack.resources"]; ok {
+			for _, r := range strings.Split(v, ",") {
+				if r = strings.TrimSpace(r); r != "" {
+					listed = append(listed, r)
+				}
+			}
+		}
+		for _, k := range keys {
+			v := pl.Arguments[k]
+			switch {
+			case k == "binpack.resources":
+			case k == "binpack.weight":
+				f, err := argFloat(pl.Name, k, v)
+				if err != nil {
+					return err
+				}
+				c.binpack.weight = f
+			case k == "binpack.cpu" || k == "binpack.memory":
+				f, err := argFloat(pl.Name, k, v)
+				if err != nil {
+					return err
+				}
+				if k == "binpack.cpu" {
+					c.binpack.w[dimCPU] = f
+				} else {
+					c.binpack.w[dimMem] = f
+				}
+			case strings.HasPrefix(k, "binpack.resources."):
+				name := strings.TrimPrefix(k, "binpack.resources.")
+				if !slices.Contains(listed, name) {
+					c.warnings = append(c.warnings, fmt.Sprintf("%s: argument %s ignored: %s is not listed in binpack.resources", field, k, name))
+					continue
+				}
+				f, err := argFloat(pl.Name, k, v)
+				if err != nil {
+					return err
+				}
+				if name == "nvidia.com/gpu" || name == "gpu" {
+					c.binpack.w[dimGPU] = f
+				} else {
+					c.warnings = append(c.warnings, fmt.Sprintf("%s: binpack resource %s is not simulated (only nvidia.com/gpu)", field, name))
+				}
+			default:
+				c.warnings = append(c.warnings, fmt.Sprintf("%s: argument %s is not simulated", field, k))
+			}
+		}
+		// A listed resource without a weight gets weight 1 (Volcano's default).
+		for _, name := range listed {
+			if _, ok := pl.Arguments["binpack.resources."+name]; !ok && (name == "nvidia.com/gpu" || name == "gpu") {
+				c.binpack.w[dimGPU] = 1
+			}
+		}
+	case "nodeorder":
+		c.nodeorder = nodeorderArgs{least: 1, balanced: 1}
+		for _, k := range keys {
+			v := pl.Arguments[k]
+			var dst *float64
+			switch k {
+			case "leastrequested.weight":
+				dst = &c.nodeorder.least
+			case "mostrequested.weight":
+				dst = &c.nodeorder.most
+			case "balancedresource.weight":
+				dst = &c.nodeorder.balanced
+			default:
+				c.warnings = append(c.warnings, fmt.Sprintf("%s: argument %s is not simulated (no affinities, taints or images in gpusim: those scores are equal on every node)", field, k))
+				continue
+			}
+			f, err := argFloat(pl.Name, k, v)
+			if err != nil {
+				return err
+			}
+			*dst = f
+		}
+	case "overcommit":
+		for _, k := range keys {
+			v := pl.Arguments[k]
+			if k != "overcommit-factor" {
+				c.warnings = append(c.warnings, fmt.Sprintf("%s: argument %s is not simulated", field, k))
+				continue
+			}
+			f, err := argFloat(pl.Name, k, v)
+			if err != nil {
+				return err
+			}
+			if f < 1 {
+				f = DefaultOvercommitFactor // Volcano resets factors below 1
+				c.warnings = append(c.warnings, fmt.Sprintf("%s: overcommit-factor %s < 1 is reset to %g (as Volcano does)", field, v, DefaultOvercommitFactor))
+			}
+			c.ocFactor = f
+		}
+	default:
+		for _, k := range keys {
+			c.warnings = append(c.warnings, fmt.Sprintf("%s: argument %s is not simulated", field, k))
+		}
+	}
+	return nil
+}
+
+func (c *config) buildQueues(p Params) error {
+	hasDefault := false
+	for _, q := range p.Queues {
+		if q.Name == "default" {
+			hasDefault = true
+		}
+	}
+	specs := p.Queues
+	if !hasDefault {
+		specs = append([]QueueSpec{{Name: "default"}}, specs...)
+	}
+	for i, s := range specs {
+		field := fmt.Sprintf("queues[%d]", i)
+		if !hasDefault {
+			field = fmt.Sprintf("queues[%d]", i-1)
+		}
+		if s.Name == "" {
+			return fmt.Errorf("%s.name: required", field)
+		}
+		if _, dup := c.byName[s.Name]; dup {
+			return fmt.Errorf("%s.name: queue %q defined twice", field, s.Name)
+		}
+		q := &queue{name: s.Name, idx: i, weight: 1, priority: s.Priority, reclaimable: true, open: true}
+		if s.Weight != nil {
+			if *s.Weight < 1 {
+				return fmt.Errorf("%s.weight: must be >= 1, got %d", field, *s.Weight)
+			}
+			q.weight = float64(*s.Weight)
+		}
+		if s.Reclaimable != nil {
+			q.reclaimable = *s.Reclaimable
+		}
+		switch s.State {
+		case "", "Open":
+		case "Closed":
+			q.open = false
+		default:
+			return fmt.Errorf("%s.state: %q (want Open or Closed)", field, s.State)
+		}
+		var err error
+		if q.capability, err = parseResources(field+".capability", s.Capability, math.Inf(1)); err != nil {
+			return err
+		}
+		if q.guarantee, err = parseResources(field+".guarantee", s.Guarantee, 0); err != nil {
+			return err
+		}
+		for d := range numDims {
+			if q.guarantee[d] > q.capability[d] {
+				return fmt.Errorf("%s.guarantee.%s: exceeds capability", field, dimNames[d])
+			}
+		}
+		c.queues = append(c.queues, q)
+		c.byName[q.name] = q
+	}
+	keys := make([]string, 0, len(p.QueueMapping))
+	for k := range p.QueueMapping {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		q, ok := c.byName[p.QueueMapping[k]]
+		if !ok {
+			return fmt.Errorf("queueMapping.%s: queue %q is not defined in queues", k, p.QueueMapping[k])
+		}
+		c.mapping[k] = q
+	}
+	dq := p.DefaultQueue
+	if dq == "" {
+		dq = "default"
+	}
+	q, ok := c.byName[dq]
+	if !ok {
+		return fmt.Errorf("defaultQueue: queue %q is not defined in queues", dq)
+	}
+	c.defQueue = q
+	return nil
+}
