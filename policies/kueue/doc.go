@@ -19,9 +19,18 @@
 //     eviction grace period, the preemptor stays at its queue's head;
 //   - placement after admission (kube-scheduler's role) on the assigned flavors'
 //     nodes; an admitted workload that does not fit the free nodes holds its quota
-//     and waits (the quota-vs-capacity gap).
+//     and waits (the quota-vs-capacity gap);
+//   - topology-aware scheduling (tas.go): Topology levels mapped to sim levels,
+//     ResourceFlavors with topologyName, required / preferred / unconstrained
+//     requests per workload (params.topologyRequests; implied unconstrained in
+//     TAS-only ClusterQueues), a topology assignment after the quota check on the
+//     live free capacity (quota fit without a domain becomes Preempt, and NoFit
+//     if not even an empty cluster has one), preemption until quota and topology
+//     fit, and admitted TAS workloads start exactly on their assignment.
 //
 // Not simulated yet (reported as warnings when manifests use them): fair sharing
-// (DRS ordering and fair preemption), Admission Fair Sharing, topology-aware
-// scheduling (TAS), waitForPodsReady, admission checks, partial admission.
+// (DRS ordering and fair preemption), Admission Fair Sharing, waitForPodsReady,
+// admission checks, partial admission; of TAS: PodSet slices and groups,
+// TASBalancedPlacement, delayed (second-pass) assignments, failed-node
+// replacement, and the empty-cluster reservation of a preemptor without victims.
 package kueue
