@@ -107,7 +107,12 @@ type ClusterQueueSpec struct {
 	StopPolicy              string             `yaml:"stopPolicy"`
 	AdmissionChecks         []string           `yaml:"admissionChecks"`
 	AdmissionChecksStrategy *yaml.Node         `yaml:"admissionChecksStrategy"`
-	AdmissionScope          *yaml.Node         `yaml:"admissionScope"`
+	AdmissionScope          *AdmissionScope    `yaml:"admissionScope"`
+}
+
+// AdmissionScope selects Admission Fair Sharing for a ClusterQueue.
+type AdmissionScope struct {
+	AdmissionMode string `yaml:"admissionMode"` // UsageBasedAdmissionFairSharing or NoAdmissionFairSharing
 }
 
 // CohortSpec is a (hierarchical) Cohort's spec.
@@ -140,6 +145,7 @@ type Manifests struct {
 	LocalQueues    map[string]*LocalQueueSpec // key "namespace/name"
 	PriorityValues map[string]int32
 	Topologies     map[string]*TopologySpec
+	Config         *Config  // Kueue's Configuration (config.go); nil if none
 	Warnings       []string // supported-but-not-simulated fields and ignored objects
 	sources        map[string]string
 }
@@ -213,6 +219,12 @@ func (m *Manifests) add(file string, data []byte) error {
 			continue
 		}
 		root := doc.Content[0]
+		if isConfiguration(root) {
+			if err := m.addConfiguration(file, root); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		for _, e := range policies.CheckFields(root, &object{}) {
 			errs = append(errs, fmt.Errorf("%s: %v", file, e))
 		}
@@ -280,8 +292,7 @@ func (m *Manifests) addObject(where, file string, o *object) error {
 		for _, w := range []struct {
 			set  bool
 			name string
-		}{{len(s.AdmissionChecks) > 0 || s.AdmissionChecksStrategy != nil, "admissionChecks"}, {s.AdmissionScope != nil, "admissionScope (Admission Fair Sharing)"},
-			{s.FairSharing != nil, "fairSharing (fair sharing is not simulated yet; classical ordering and preemption are used)"},
+		}{{len(s.AdmissionChecks) > 0 || s.AdmissionChecksStrategy != nil, "admissionChecks"},
 			{s.StopPolicy != "" && s.StopPolicy != "None", "stopPolicy"},
 			{s.NamespaceSelector != nil && !emptyMapping(s.NamespaceSelector), "namespaceSelector (every LocalQueue pointing at the ClusterQueue is accepted)"}} {
 			if w.set {
@@ -296,9 +307,6 @@ func (m *Manifests) addObject(where, file string, o *object) error {
 		}
 		if s.ParentName == "" {
 			s.ParentName = s.Parent
-		}
-		if s.FairSharing != nil {
-			m.Warnings = append(m.Warnings, fmt.Sprintf("%s: Cohort %q: fairSharing is not simulated yet", where, o.Metadata.Name))
 		}
 		m.Cohorts[o.Metadata.Name] = s
 	case "LocalQueue":
@@ -433,6 +441,7 @@ func (m *Manifests) validate() error {
 	if len(m.ClusterQueues) == 0 {
 		errs = append(errs, fmt.Errorf("no ClusterQueue in the manifests"))
 	}
+	m.checkFairSharingFields(add)
 	return errors.Join(errs...)
 }
 

@@ -101,6 +101,7 @@ type workload struct {
 	reserved []frQ // quota held since it issued preemptions
 	queued   bool  // in its ClusterQueue's queue
 	parked   bool
+	wlExt    // fair sharing, AFS, waitForPodsReady (fairsharing.go)
 }
 
 type group struct {
@@ -123,6 +124,7 @@ type clusterQueue struct {
 	parked     []*workload
 	admitted   []*workload // by admission order
 	sticky     *workload   // BestEffortFIFO preemptor that keeps the head
+	cqExt                  // Admission Fair Sharing (fairsharing.go)
 }
 
 // Kueue is the kueue policy. See the package documentation for what is simulated.
@@ -146,6 +148,7 @@ type Kueue struct {
 	warnings   []string
 	pendingErr error
 	cycles     int64
+	ext                  // Configuration features: fair sharing, AFS, waitForPodsReady (fairsharing.go)
 	tas        *tasState // topology-aware scheduling (tas.go); nil without TAS flavors
 }
 
@@ -190,6 +193,7 @@ func New(p Params, env policies.Env) (*Kueue, error) {
 	if err := k.build(); err != nil {
 		return nil, err
 	}
+	k.setupExt()
 	if err := k.initTAS(); err != nil {
 		return nil, err
 	}
@@ -395,8 +399,8 @@ func (k *Kueue) less(a, b *workload) bool {
 	if a.prio != b.prio {
 		return a.prio > b.prio
 	}
-	if a.job.Spec.Submit != b.job.Spec.Submit {
-		return a.job.Spec.Submit < b.job.Spec.Submit
+	if a.qts != b.qts {
+		return a.qts < b.qts // queue-order timestamp: creation, or PodsReady eviction
 	}
 	return a.job.Ref < b.job.Ref
 }
@@ -479,6 +483,7 @@ func (k *Kueue) Observe(v *sim.View, e sim.Event) {
 	if k.wls == nil {
 		k.wls = make([]*workload, v.NumJobs())
 	}
+	k.afsAdvance(v.Now()) // AFS samples due before this event changes usage
 	j := v.Job(e.Job)
 	w := k.wls[e.Job]
 	switch e.Kind {
@@ -495,6 +500,7 @@ func (k *Kueue) Observe(v *sim.View, e sim.Event) {
 		}
 		w = &workload{job: j, cq: cq, prio: prio}
 		k.wls[e.Job] = w
+		k.onArrive(w)
 		k.push(w)
 	case sim.EvFinish, sim.EvKill, sim.EvTimeout:
 		if w != nil && w.state != wlDone {

@@ -13,6 +13,9 @@ import (
 // then a reverse fill-back pass drops victims that turned out unnecessary. The
 // quota tree is restored before returning.
 func (k *Kueue) targets(e *entry) []*workload {
+	if k.fairOn() {
+		return k.fairTargets(e)
+	}
 	w := e.w
 	C := w.cq
 	defer k.tasWhatIf(e)() // TAS: candidates are also released on a copy of the cluster
@@ -37,7 +40,7 @@ func (k *Kueue) targets(e *entry) []*workload {
 			continue // only ClusterQueues above their nominal quota on what we need lose workloads
 		}
 		for _, x := range cq.admitted {
-			if x.evicting || !needs(x) {
+			if x.evicting || !needs(x) || !k.preemptible(x) {
 				continue
 			}
 			if own {
@@ -69,6 +72,9 @@ func (k *Kueue) targets(e *entry) []*workload {
 		x, y := cands[a], cands[b]
 		if (x.cq != C) != (y.cq != C) {
 			return x.cq != C
+		}
+		if c := k.afsCandCmp(x, y); c != 0 {
+			return c < 0
 		}
 		if x.prio != y.prio {
 			return x.prio < y.prio

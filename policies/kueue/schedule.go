@@ -31,6 +31,7 @@ func (k *Kueue) Schedule(v *sim.View, p *sim.Plan) error {
 	if k.pendingErr != nil {
 		return k.pendingErr
 	}
+	k.beginPoint(v)
 	now := v.Now()
 	// 1. Evictions whose grace period is over: the victims terminate and release quota.
 	keep := k.evictions[:0]
@@ -44,32 +45,40 @@ func (k *Kueue) Schedule(v *sim.View, p *sim.Plan) error {
 		}
 	}
 	k.evictions = keep
-	// 2. Admission cycles.
-	for c := 0; c < maxCyclesPerPoint; c++ {
-		k.cycles++
-		if k.cycle(v, p) == 0 {
+	// 2-3 run again at this time while waitForPodsReady evicts timed-out
+	// workloads or lifts blockAdmission (podsready.go).
+	for pass := 0; pass < maxCyclesPerPoint; pass++ {
+		// 2. Admission cycles.
+		for c := 0; c < maxCyclesPerPoint; c++ {
+			k.cycles++
+			if k.cycle(v, p) == 0 {
+				break
+			}
+		}
+		// 3. Placement of admitted workloads, in admission order.
+		c := v.Cluster()
+		for i := 0; i < len(k.pendingPl); {
+			w := k.pendingPl[i]
+			if w.evicting { // its pods are being deleted: they do not start
+				i++
+				continue
+			}
+			if k.place(c, w) {
+				if err := p.AddStart(w.job.Ref, k.pl.Nodes, k.pl.GPUs); err != nil {
+					return err
+				}
+				w.state = wlRunning
+				k.pendingPl = slices.Delete(k.pendingPl, i, i+1)
+				continue
+			}
+			p.Wait(w.job.Ref, capacityReason(c, w))
+			i++
+		}
+		if !k.afterPlacement(p) {
 			break
 		}
 	}
-	// 3. Placement of admitted workloads, in admission order.
-	c := v.Cluster()
-	for i := 0; i < len(k.pendingPl); {
-		w := k.pendingPl[i]
-		if w.evicting { // its pods are being deleted: they do not start
-			i++
-			continue
-		}
-		if k.place(c, w) {
-			if err := p.AddStart(w.job.Ref, k.pl.Nodes, k.pl.GPUs); err != nil {
-				return err
-			}
-			w.state = wlRunning
-			k.pendingPl = slices.Delete(k.pendingPl, i, i+1)
-			continue
-		}
-		p.Wait(w.job.Ref, capacityReason(c, w))
-		i++
-	}
+	k.podsReadyWakes(p)
 	for _, ev := range k.evictions {
 		p.Wake(ev.at)
 	}
@@ -115,6 +124,9 @@ func (k *Kueue) head(cq *clusterQueue) *workload {
 	if len(cq.heap) == 0 {
 		return nil
 	}
+	if cq.afsOn {
+		return k.afsHead(cq)
+	}
 	return cq.heap[0]
 }
 
@@ -157,7 +169,8 @@ func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
 	claimed := map[*workload]bool{}
 	admitted := 0
 	now := v.Now()
-	for _, e := range entries {
+	next := k.entryIterator(entries)
+	for e := next(); e != nil; e = next() {
 		w := e.w
 		switch e.mode {
 		case modeNoFit:
@@ -201,6 +214,10 @@ func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
 		}
 		if !k.fits(w.cq, e.assign, true) || !k.tasRecheck(v, e) {
 			continue // stays at the head; retried next cycle
+		}
+		if k.admissionBlocked() {
+			p.Wait(w.job.Ref, sim.ReasonBlocked) // waitForPodsReady.blockAdmission
+			continue
 		}
 		k.admit(w, e)
 		k.tasStart(p, e) // a TAS workload starts on its topology assignment
@@ -270,6 +287,7 @@ func (k *Kueue) admit(w *workload, e *entry) {
 	w.admitSeq = k.seq
 	w.cq.admitted = append(w.cq.admitted, w)
 	k.pendingPl = append(k.pendingPl, w)
+	k.onAdmit(w)
 }
 
 // fits reports whether every (fr, q) fits cq's available quota; without

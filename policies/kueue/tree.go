@@ -20,6 +20,7 @@ type qnode struct {
 	subtree []int64 // SubtreeQuota
 	local   []int64 // localQuota: capacity kept inside the subtree (lending limit)
 	usage   []int64
+	fsNode  // fair-sharing weight and lendable capacity (fairsharing.go)
 }
 
 func newQNode(name string, isCQ bool, nfr int) *qnode {
