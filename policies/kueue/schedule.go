@@ -59,10 +59,6 @@ func (k *Kueue) Schedule(v *sim.View, p *sim.Plan) error {
 		c := v.Cluster()
 		for i := 0; i < len(k.pendingPl); {
 			w := k.pendingPl[i]
-			if w.evicting { // its pods are being deleted: they do not start
-				i++
-				continue
-			}
 			if k.place(c, w) {
 				if err := p.AddStart(w.job.Ref, k.pl.Nodes, k.pl.GPUs); err != nil {
 					return err
