@@ -130,7 +130,7 @@ type LocalQueueSpec struct {
 	FairSharing  *FairSharing `yaml:"fairSharing"`
 }
 
-// TopologySpec lists topology levels (read for TAS; reported).
+// TopologySpec lists a Topology's levels, coarsest first (TAS, tas.go).
 type TopologySpec struct {
 	Levels []struct {
 		NodeLabel string `yaml:"nodeLabel"`
@@ -277,9 +277,6 @@ func (m *Manifests) addObject(where, file string, o *object) error {
 		if len(s.NodeTaints) > 0 || len(s.Tolerations) > 0 {
 			m.Warnings = append(m.Warnings, fmt.Sprintf("%s: ResourceFlavor %q: nodeTaints/tolerations are not simulated", where, o.Metadata.Name))
 		}
-		if s.TopologyName != "" {
-			m.Warnings = append(m.Warnings, fmt.Sprintf("%s: ResourceFlavor %q: topologyName (TAS) is not simulated by the kueue policy yet; placement is first-fit", where, o.Metadata.Name))
-		}
 		m.Flavors[o.Metadata.Name] = s
 	case "ClusterQueue":
 		s := &ClusterQueueSpec{}
@@ -334,7 +331,6 @@ func (m *Manifests) addObject(where, file string, o *object) error {
 			return err
 		}
 		m.Topologies[o.Metadata.Name] = s
-		m.Warnings = append(m.Warnings, fmt.Sprintf("%s: Topology %q read; topology-aware admission (TAS) is not simulated by the kueue policy yet", where, o.Metadata.Name))
 	default:
 		m.Warnings = append(m.Warnings, fmt.Sprintf("%s: ignored %s %q (not a kind the simulator uses)", where, o.Kind, o.Metadata.Name))
 	}

@@ -180,7 +180,7 @@ func TestDocExamplesLoadAndRun(t *testing.T) {
 		{"single-clusterqueue.yaml", "user-queue", ""},
 		{"cohort-borrowing.yaml", "team-a/lq", ""},
 		{"fair-sharing.yaml", "vision", "fairSharing"},
-		{"tas.yaml", "tas-user-queue", "TAS"},
+		{"tas.yaml", "tas-user-queue", ""}, // TAS is simulated (tas_test.go)
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			p := Params{Manifests: "../../examples/kueue/" + tc.file}
@@ -192,6 +192,9 @@ func TestDocExamplesLoadAndRun(t *testing.T) {
 			ws := strings.Join(k.Warnings(), "\n")
 			if tc.warn != "" && !strings.Contains(ws, tc.warn) {
 				t.Errorf("want a warning about %s, got %q", tc.warn, ws)
+			}
+			if strings.Contains(ws, "TAS") || strings.Contains(ws, "Topology") {
+				t.Errorf("TAS is simulated, want no warning about it, got %q", ws)
 			}
 			var jobs []sim.JobSpec
 			for i := 0; i < 40; i++ {

@@ -1,10 +1,13 @@
 package kueue
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/sim"
@@ -232,4 +235,201 @@ func TestTASFragmentationTriggersPreemption(t *testing.T) {
 			t.Errorf("want a topology wait at 150\n%s", Schedule(res))
 		}
 	})
+}
+
+// Kueue's documented TAS setups (testdata) load without "not simulated"
+// warnings for Topology/topologyName and run: in the GPU setup every training
+// gang (required rack) sits in one rack, the others get the implied
+// unconstrained request; the cpu/memory setup (v1alpha1 Topology) runs CPU-only
+// jobs on the TAS flavor.
+func TestTASDocExamplesLoadAndRun(t *testing.T) {
+	for _, tc := range []struct {
+		file, pool string
+		gpus       bool
+	}{
+		{"tas-gpu-queues.yaml", "tas-group", true},
+		{"tas-cpu-queues-v1alpha1.yaml", "tas-node-group", false},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			p := Params{Manifests: "testdata/" + tc.file,
+				TopologyRequests: []TopologyRequestRule{{Class: "training", Required: "cloud.provider.com/topology-rack"}}}
+			p.QueueMapping.Default = "tas-user-queue"
+			k, err := New(p, policies.Env{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k.tas == nil {
+				t.Fatal("TAS is not enabled")
+			}
+			for _, w := range k.Warnings() {
+				if strings.Contains(w, "TAS") || strings.Contains(w, "Topology") {
+					t.Errorf("unexpected warning %q", w)
+				}
+			}
+			var jobs []sim.JobSpec
+			for i := 0; i < 30; i++ {
+				b := MakeJob(fmt.Sprintf("j%02d", i)).At(float64(i)).Dur(float64(50 + 10*(i%7))).CPU(2000)
+				if tc.gpus {
+					b = b.GPUs(4).Replicas(int32(1 + i%4))
+				} else {
+					b = b.GPUs(0).Replicas(int32(1 + i%4))
+				}
+				j := b.Obj()
+				if i%2 == 0 {
+					j.Class = sim.ClassTraining
+				}
+				jobs = append(jobs, j)
+			}
+			nodes := Nodes(8, 4)
+			for i := range nodes {
+				nodes[i].Pool = tc.pool
+				nodes[i].CPUMilli = 16000
+			}
+			pl := &placed{Kueue: k}
+			res := Run(t, nodes, pl, jobs...)
+			for i := range res.Jobs {
+				j := &res.Jobs[i]
+				if j.State != sim.StateCompleted {
+					t.Fatalf("job %s ended %s\n%s", j.Spec.ID, j.State, Schedule(res))
+				}
+				if tc.gpus && j.Spec.Class == sim.ClassTraining {
+					if l := slices.Compact(slices.Clone(pl.leaf[string(j.Spec.ID)])); len(l) != 1 {
+						t.Errorf("training gang %s spans racks %v", j.Spec.ID, pl.leaf[string(j.Spec.ID)])
+					}
+				}
+			}
+		})
+	}
+}
+
+// Configuration errors name the manifest file and field, or the parameter.
+func TestTASConfigErrors(t *testing.T) {
+	topo := func(labels ...string) string {
+		s := "apiVersion: kueue.x-k8s.io/v1beta1\nkind: Topology\nmetadata: {name: t}\nspec:\n  levels:\n"
+		for _, l := range labels {
+			s += "  - nodeLabel: " + l + "\n"
+		}
+		return s + "---\n"
+	}
+	rest := `apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+spec: {topologyName: TOPO}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: f, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
+`
+	for _, tc := range []struct {
+		name, manifests string
+		mapping         map[string]string
+		rules           []TopologyRequestRule
+		want            string
+	}{
+		{"unknown label", topo("example.com/pod", "kubernetes.io/hostname") + strings.Replace(rest, "TOPO", "t", 1), nil, nil,
+			`inline:1: Topology "t": spec.levels[0].nodeLabel "example.com/pod" has no gpusim level`},
+		{"mapped label", topo("example.com/pod", "kubernetes.io/hostname") + strings.Replace(rest, "TOPO", "t", 1), map[string]string{"example.com/pod": "spine"}, nil, ""},
+		{"bad mapping", topo("kubernetes.io/hostname") + strings.Replace(rest, "TOPO", "t", 1), map[string]string{"example.com/pod": "pcie"}, nil,
+			`topologyLevelMapping.example.com/pod: unknown level "pcie"`},
+		{"order", topo("kubernetes.io/hostname", "cloud.provider.com/topology-rack") + strings.Replace(rest, "TOPO", "t", 1), nil, nil,
+			`spec.levels[1].nodeLabel "cloud.provider.com/topology-rack" (leaf) must be finer than level 0`},
+		{"missing topology", topo("kubernetes.io/hostname") + strings.Replace(rest, "TOPO", "nope", 1), nil, nil,
+			`ResourceFlavor "f": spec.topologyName: Topology "nope" not found`},
+		{"rule with two kinds", topo("kubernetes.io/hostname") + strings.Replace(rest, "TOPO", "t", 1), nil,
+			[]TopologyRequestRule{{Required: "kubernetes.io/hostname", Unconstrained: true}}, "topologyRequests[0]: give exactly one of"},
+		{"rule level not in topology", topo("kubernetes.io/hostname") + strings.Replace(rest, "TOPO", "t", 1), nil,
+			[]TopologyRequestRule{{Preferred: "cloud.provider.com/topology-rack"}}, `topologyRequests[0]: level "cloud.provider.com/topology-rack" (leaf) is in no Topology`},
+		{"rule bad class", topo("kubernetes.io/hostname") + strings.Replace(rest, "TOPO", "t", 1), nil,
+			[]TopologyRequestRule{{Class: "nope", Unconstrained: true}}, "topologyRequests[0].class"},
+		{"rule bad cq", topo("kubernetes.io/hostname") + strings.Replace(rest, "TOPO", "t", 1), nil,
+			[]TopologyRequestRule{{ClusterQueue: "nope", Unconstrained: true}}, `topologyRequests[0].clusterQueue: ClusterQueue "nope" not found`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(Params{Inline: tc.manifests, TopologyLevelMapping: tc.mapping, TopologyRequests: tc.rules}, policies.Env{})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			var ce *policies.ConfigError
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.As(err, &ce) {
+				t.Fatalf("want a ConfigError containing %q, got %v", tc.want, err)
+			}
+		})
+	}
+}
+
+// Property: on random clusters (1-3 racks of four 4- or 8-GPU nodes) and random
+// gangs that fit one rack, with random priorities, preemption and grace, every
+// training gang (required rack) starts inside one rack every time it starts,
+// every other gang (preferred rack) starts, and every job completes (no gang is
+// starved by fragmentation: each fits a rack of the empty cluster).
+func TestTASPropertyRequiredStaysInOneRack(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		racks := rapid.IntRange(1, 3).Draw(rt, "racks")
+		per := rapid.SampledFrom([]int32{4, 8}).Draw(rt, "gpusPerNode")
+		preempt := rapid.SampledFrom([]string{"", "preemption: {withinClusterQueue: LowerPriority}"}).Draw(rt, "preemption")
+		grace := sim.Duration(rapid.SampledFrom([]int{0, 10}).Draw(rt, "grace")) * sim.Second
+		n := rapid.IntRange(1, 25).Draw(rt, "jobs")
+		var jobs []sim.JobSpec
+		for i := 0; i < n; i++ {
+			g := rapid.SampledFrom([]int32{1, 2, 4, 8}).Draw(rt, "gpus")
+			if g > per {
+				g = per
+			}
+			r := rapid.Int32Range(1, 4*per/g).Draw(rt, "replicas")
+			j := MakeJob(fmt.Sprintf("j%02d", i)).Queue("q").GPUs(g).Replicas(r).
+				At(float64(rapid.IntRange(0, 300).Draw(rt, "at"))).Dur(float64(rapid.IntRange(1, 200).Draw(rt, "dur"))).
+				Prio(int32(rapid.IntRange(0, 3).Draw(rt, "prio"))).Obj()
+			if rapid.Bool().Draw(rt, "training") {
+				j.Class = sim.ClassTraining
+			}
+			jobs = append(jobs, j)
+		}
+		g := policies.Dur(grace)
+		m := strings.Replace(strings.Replace(tasQueue, "PREEMPTION", preempt, 1), "nominalQuota: 64", fmt.Sprintf("nominalQuota: %d", int32(racks)*4*per), 1)
+		k, err := New(Params{Inline: m, EvictionGracePeriod: &g, TopologyRequests: []TopologyRequestRule{
+			{Class: "training", Required: "cloud.provider.com/topology-rack"},
+			{Preferred: "cloud.provider.com/topology-rack"},
+		}}, policies.Env{})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		p := &rackChecker{Kueue: k}
+		res := Run(t, Nodes(racks*4, per), p, jobs...)
+		if p.bad != "" {
+			rt.Fatalf("%s\n%s", p.bad, Schedule(res))
+		}
+		for i := range res.Jobs {
+			if j := &res.Jobs[i]; j.State != sim.StateCompleted {
+				rt.Fatalf("%s ended %s\n%s", j.Spec.ID, j.State, Schedule(res))
+			}
+		}
+	})
+}
+
+// rackChecker records the first start of a training gang outside one rack.
+type rackChecker struct {
+	*Kueue
+	bad string
+}
+
+func (p *rackChecker) Observe(v *sim.View, e sim.Event) {
+	p.Kueue.Observe(v, e)
+	j := v.Job(e.Job)
+	if e.Kind != sim.EvStart || j.Spec.Class != sim.ClassTraining || p.bad != "" {
+		return
+	}
+	c := v.Cluster()
+	first, _ := c.NodeGPUs(j.Nodes[0])
+	for _, n := range j.Nodes {
+		if f, _ := c.NodeGPUs(n); c.GPUDomain(f, sim.LevelLeaf) != c.GPUDomain(first, sim.LevelLeaf) {
+			p.bad = fmt.Sprintf("t=%v: training gang %s on nodes %v spans racks", v.Now(), j.Spec.ID, j.Nodes)
+		}
+	}
 }
