@@ -41,6 +41,8 @@ func (s *Volcano) enqueue() {
 	}
 }
 
+// enqueueable is JobEnqueueable; a job that passes is then JobEnqueued, which adds
+// its minResources to overcommit's and proportion's inqueue totals.
 func (s *Volcano) enqueueable(vj *vjob) bool {
 	for _, tier := range s.cfg.tiers {
 		for _, pl := range tier {
@@ -53,7 +55,6 @@ func (s *Volcano) enqueueable(vj *vjob) bool {
 					vj.reason = sim.ReasonNoCapacity
 					return false
 				}
-				s.ocInq = add(s.ocInq, vj.min)
 			case "proportion":
 				// minResources + allocated + inqueue <= realCapability (GPUs only when
 				// requested; cpu and memory always).
@@ -65,9 +66,14 @@ func (s *Volcano) enqueueable(vj *vjob) bool {
 						return false
 					}
 				}
-				q.inqueue = add(q.inqueue, vj.min)
 			}
 		}
+	}
+	if s.cfg.enabled["overcommit"] {
+		s.ocInq = add(s.ocInq, vj.min)
+	}
+	if s.cfg.enabled["proportion"] {
+		vj.q.inqueue = add(vj.q.inqueue, vj.min)
 	}
 	return true
 }

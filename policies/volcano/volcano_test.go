@@ -1,0 +1,382 @@
+package volcano
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/sim"
+	. "github.com/gpusim/gpusim/sim/simtest"
+)
+
+// newVolcano builds the policy from a YAML params mapping (as in a scenario).
+func newVolcano(t *testing.T, params string) *Volcano {
+	t.Helper()
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(params), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var n *yaml.Node
+	if len(doc.Content) > 0 {
+		n = doc.Content[0]
+	}
+	p, err := ParamsFromYAML(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// startLines returns the "start" lines of the schedule in log order.
+func startLines(res *sim.Result) []string {
+	var out []string
+	for _, l := range strings.Split(Schedule(res), "\n") {
+		if strings.Contains(l, " start ") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func wantStarts(t *testing.T, res *sim.Result, want map[string]float64) {
+	t.Helper()
+	st := Starts(res)
+	for _, id := range SortedIDs(want) {
+		if st[id] != want[id] {
+			t.Errorf("%s started at %v, want %v\n%s", id, st[id], want[id], Schedule(res))
+		}
+	}
+}
+
+// Decisions happen only at sessions (multiples of schedulePeriod): a job arriving
+// at 0.3 s starts at 1 s; a job waiting for GPUs freed at 1.2 s starts at 2 s; with
+// a 0.5 s period a job arriving at 1.3 s starts at 1.5 s.
+func TestSessionPeriod(t *testing.T) {
+	v := newVolcano(t, ``)
+	res := Run(t, Nodes(1, 8), v,
+		MakeJob("a").GPUs(2).At(0.3).Dur(10).Obj(),
+		MakeJob("full").GPUs(6).At(0).Dur(1.2).Obj(),
+		MakeJob("b").GPUs(6).At(0.5).Dur(1).Obj(),
+	)
+	wantStarts(t, res, map[string]float64{"full": 0, "a": 1, "b": 2})
+
+	v = newVolcano(t, `schedulePeriod: 500ms`)
+	res = Run(t, Nodes(1, 8), v, MakeJob("c").At(1.3).Obj())
+	wantStarts(t, res, map[string]float64{"c": 1.5})
+}
+
+// waterFill by hand (GPUs only; cpu and memory requests are 0).
+//
+// Case 1: total 16 GPUs; A (w1) requests 2; B (w2) requests 20, capability 6; C (w1)
+// requests 10, guarantee 5. realCapability: A = 16-5 = 11, B = min(6, 11) = 6,
+// C = 16. Round 1 (Σw=4): A 4 -> capped at request 2 (met); B 8 -> capped at 6;
+// C 4 -> floored at guarantee 5; remaining 16-13 = 3. Round 2 (Σw=3): B 6+2 -> 6
+// (unchanged: met); C 5+1 = 6; remaining 2. Round 3: C 6+2 = 8, remaining 0.
+// Deserved: A 2, B 6, C 8.
+//
+// Case 2: the guarantee floor above the request: A (w1) requests 2 with guarantee
+// 4, B (w2) requests 20 with capability 8, C (w1) requests 10. Round 1: A 4 -> 2 ->
+// floored at 4; B 8; C 4; remaining 0. Deserved: A 4, B 8, C 4.
+func TestWaterFillingByHand(t *testing.T) {
+	g := func(x float64) res { return res{x * 1000, 0, 0} }
+	mk := func(w, req, capGPU, guar float64) *queue {
+		return &queue{weight: w, request: g(req), capability: res{capGPU * 1000, math.Inf(1), math.Inf(1)}, guarantee: g(guar)}
+	}
+	for i, tc := range []struct {
+		qs   []*queue
+		want []float64
+	}{
+		{[]*queue{mk(1, 2, math.Inf(1), 0), mk(2, 20, 6, 0), mk(1, 10, math.Inf(1), 5)}, []float64{2, 6, 8}},
+		{[]*queue{mk(1, 2, math.Inf(1), 4), mk(2, 20, 8, 0), mk(1, 10, math.Inf(1), 0)}, []float64{4, 8, 4}},
+	} {
+		total := g(16)
+		var tg res
+		for _, q := range tc.qs {
+			tg = add(tg, q.guarantee)
+		}
+		for _, q := range tc.qs {
+			for d := range numDims {
+				q.realCap[d] = math.Min(q.capability[d], total[d]-tg[d]+q.guarantee[d])
+			}
+		}
+		waterFill(total, tc.qs)
+		for k, q := range tc.qs {
+			if math.Abs(q.deserved[dimGPU]-tc.want[k]*1000) > 1e-6 {
+				t.Errorf("case %d queue %d: deserved %v milli-GPU, want %v GPUs", i+1, k, q.deserved[dimGPU], tc.want[k])
+			}
+		}
+	}
+}
+
+const threeQueues = `
+queues:
+  - {name: a, weight: 1}
+  - {name: b, weight: 2, capability: {nvidia.com/gpu: 6}}
+  - {name: c, weight: 1, guarantee: {gpu: 5}}
+`
+
+// Case 1 of TestWaterFillingByHand end to end: 16 GPUs, A submits 2 one-GPU jobs, B
+// 20, C 10; at t=0 exactly A 2, B 6, C 8 start (allocation stops at deserved).
+func TestWaterFillingAllocation(t *testing.T) {
+	var jobs []sim.JobSpec
+	for q, n := range map[string]int{"a": 2, "b": 20, "c": 10} {
+		for i := range n {
+			jobs = append(jobs, MakeJob(fmt.Sprintf("%s%02d", q, i)).Queue(q).Dur(100).Obj())
+		}
+	}
+	res := Run(t, Nodes(2, 8), newVolcano(t, threeQueues), jobs...)
+	got := map[string]int{}
+	for id, s := range Starts(res) {
+		if s == 0 {
+			got[id[:1]]++
+		}
+	}
+	if got["a"] != 2 || got["b"] != 6 || got["c"] != 8 {
+		t.Errorf("jobs started at t=0 per queue: %v, want a:2 b:6 c:8", got)
+	}
+}
+
+// policies.md 7.4: allocate re-queues the queue after every job, so two queues of
+// equal weight alternate even when one submitted all its jobs first (queue A's
+// four jobs at 0.2 s, queue B's at 0.5 s; one 4-GPU node; session at 1 s; deserved
+// 2 GPUs each).
+func TestAllocateInterleavesQueues(t *testing.T) {
+	var jobs []sim.JobSpec
+	for i := range 4 {
+		jobs = append(jobs, MakeJob(fmt.Sprintf("a%d", i)).Queue("a").At(0.2).Dur(10).Obj())
+	}
+	for i := range 4 {
+		jobs = append(jobs, MakeJob(fmt.Sprintf("b%d", i)).Queue("b").At(0.5).Dur(10).Obj())
+	}
+	// overcommit off: with it, A's four jobs would fill the enqueue budget (4·1.2 =
+	// 4.8 GPUs) and B's would not be enqueued at all.
+	v := newVolcano(t, `queues: [{name: a}, {name: b}]
+tiers: [{plugins: [{name: priority}, {name: gang}, {name: conformance}]}, {plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}, {name: binpack}]}]`)
+	res := Run(t, Nodes(1, 4), v, jobs...)
+	got := strings.Join(startLines(res)[:4], ";")
+	if got != "t=1 start a0;t=1 start b0;t=1 start a1;t=1 start b1" {
+		t.Errorf("start order %q, want a0 b0 a1 b1 at t=1 (alternating, not queue-at-a-time)", got)
+	}
+}
+
+// The gang is all-or-nothing within a session: a 4-node job with only 3 free nodes
+// holds nothing, so a later single-node job starts at once.
+func TestGangAllOrNothing(t *testing.T) {
+	v := newVolcano(t, `tiers:
+  - plugins: [{name: priority}, {name: gang}, {name: conformance}]
+  - plugins:
+      - {name: overcommit, arguments: {overcommit-factor: 2}}
+      - {name: drf}
+      - {name: predicates}
+      - {name: proportion}
+      - {name: nodeorder}
+      - {name: binpack}
+`)
+	res := Run(t, Nodes(4, 8), v,
+		MakeJob("blocker").GPUs(4).Dur(100).Obj(),
+		MakeJob("gang").GPUs(8).Replicas(4).Dur(10).Obj(),
+		MakeJob("small").GPUs(8).Dur(10).Obj(),
+	)
+	wantStarts(t, res, map[string]float64{"blocker": 0, "small": 0, "gang": 100})
+}
+
+// Overused needs deserved <= allocated in every dimension.
+func TestOverusedNeedsAllDimensions(t *testing.T) {
+	v := newVolcano(t, ``)
+	q := &queue{deserved: res{4000, 10000, 0}, allocated: res{4000, 8000, 0}}
+	if v.overused(q) {
+		t.Error("GPUs at deserved but CPU below: must not be overused")
+	}
+	q.allocated[dimCPU] = 10000
+	if !v.overused(q) {
+		t.Error("every dimension at deserved: must be overused")
+	}
+	q.allocated = res{5000, 0, 0}
+	if v.overused(q) {
+		t.Error("GPUs above deserved but CPU below: must not be overused")
+	}
+}
+
+// binpack ignores GPUs unless binpack.resources lists them: n1 (h100) already runs
+// a 4-GPU job; a 1-GPU job of any model goes to the emptier n0 by default (all
+// scores tie: no CPU or memory requested) and to the fuller n1 when GPUs are
+// weighted, which decides whether an 8-GPU a100 job fits at t=0.
+func TestBinpackIgnoresGPUsUnlessListed(t *testing.T) {
+	nodes := Nodes(2, 8)
+	nodes[0].GPUModel = "a100"
+	jobs := []sim.JobSpec{
+		MakeJob("j1-pre").GPUs(4).Models("h100").Dur(100).Obj(),
+		MakeJob("j2-x").GPUs(1).Dur(100).Obj(),
+		MakeJob("j3-big").GPUs(8).Models("a100").Dur(10).Obj(),
+	}
+	res := Run(t, nodes, newVolcano(t, ``), jobs...)
+	wantStarts(t, res, map[string]float64{"j1-pre": 0, "j2-x": 0, "j3-big": 100})
+
+	gpuTiers := `tiers:
+  - plugins: [{name: priority}, {name: gang}, {name: conformance}]
+  - plugins:
+      - {name: overcommit}
+      - {name: drf}
+      - {name: predicates}
+      - {name: proportion}
+      - {name: nodeorder}
+      - name: binpack
+        arguments: {binpack.weight: 10, binpack.resources: nvidia.com/gpu, binpack.resources.nvidia.com/gpu: 5}
+`
+	res = Run(t, nodes, newVolcano(t, gpuTiers), jobs...)
+	wantStarts(t, res, map[string]float64{"j1-pre": 0, "j2-x": 0, "j3-big": 0})
+}
+
+// overcommit (alone: proportion's own enqueue gate, inqueue <= realCapability per
+// queue, would bind first here): jobs enqueue while Σ inqueue minResources <=
+// total·1.2 - used. On 10 GPUs at t=0: a (8) and b (4) enqueue (12 <= 12), c (1)
+// does not; a starts, b does not fit; c stays out of the queue although 2 GPUs are
+// idle (at t=1: 4+1 > 12-8) and starts with b when a ends at 10. With factor 3 c
+// starts at 0.
+func TestOvercommitGate(t *testing.T) {
+	jobs := []sim.JobSpec{
+		MakeJob("a").GPUs(8).Dur(10).Obj(),
+		MakeJob("b").GPUs(4).Dur(10).Obj(),
+		MakeJob("c").GPUs(1).Dur(10).Obj(),
+	}
+	v := newVolcano(t, `tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: overcommit}, {name: nodeorder}]`)
+	res := Run(t, Nodes(1, 10), v, jobs...)
+	wantStarts(t, res, map[string]float64{"a": 0, "b": 10, "c": 10})
+
+	v = newVolcano(t, `tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: overcommit, arguments: {overcommit-factor: 3}}, {name: nodeorder}]`)
+	res = Run(t, Nodes(1, 10), v, jobs...)
+	wantStarts(t, res, map[string]float64{"a": 0, "b": 10, "c": 0})
+}
+
+// reclaim: queue b runs 8 one-GPU jobs on an 8-GPU node while a is idle. a submits
+// 4 jobs at 10.5 s; at the 11 s session deserved becomes 4/4 and b, reclaimable, is
+// over its deserved share. For each of a's tasks the proportion victim rule lists
+// b's jobs while b's allocation (minus victims already listed) exceeds 4, and the
+// newest listed job is evicted: b3, b2, b1, b0. The victims terminate after the
+// 2.5 s grace (13.5 s) and a's jobs start at the first session after, 14 s; b's
+// victims restart when a's jobs end (114 s).
+//
+// With the overcommit plugin (the default tiers) only one of a's jobs is enqueued
+// per round (idle = 8·1.2 - 8 = 1.6 GPUs), so the reclaims are staggered: one
+// victim per grace period, a's jobs start at 14, 17, 20 and 23 s.
+func TestReclaimBackToDeserved(t *testing.T) {
+	var jobs []sim.JobSpec
+	for i := range 8 {
+		jobs = append(jobs, MakeJob(fmt.Sprintf("b%d", i)).Queue("b").Dur(1000).Obj())
+	}
+	for i := range 4 {
+		jobs = append(jobs, MakeJob(fmt.Sprintf("a%d", i)).Queue("a").At(10.5).Dur(100).Obj())
+	}
+	for _, tc := range []struct {
+		tiers   string
+		aStarts []float64
+		bStops  []float64 // b0..b3
+	}{
+		{`tiers: [{plugins: [{name: priority}, {name: gang}, {name: conformance}]}, {plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]}]`,
+			[]float64{14, 14, 14, 14}, []float64{13.5, 13.5, 13.5, 13.5}},
+		{``, []float64{14, 17, 20, 23}, []float64{22.5, 19.5, 16.5, 13.5}},
+	} {
+		v := newVolcano(t, `actions: "enqueue, allocate, reclaim, backfill"
+evictionGracePeriod: 2.5s
+queues: [{name: a}, {name: b}]
+`+tc.tiers)
+		res := Run(t, Nodes(1, 8), v, jobs...)
+		want := map[string]float64{}
+		for i := range 4 {
+			want[fmt.Sprintf("a%d", i)] = tc.aStarts[i]
+		}
+		wantStarts(t, res, want)
+		sched := Schedule(res)
+		for i := range res.Jobs {
+			j := &res.Jobs[i]
+			id := string(j.Spec.ID)
+			var k int
+			if _, err := fmt.Sscanf(id, "b%d", &k); err != nil {
+				continue
+			}
+			wantP := int32(0)
+			if k < 4 {
+				wantP = 1
+				if stop := fmt.Sprintf("t=%g preempt %s\n", tc.bStops[k], id); !strings.Contains(sched, stop) {
+					t.Errorf("want %q in\n%s", stop, sched)
+				}
+			}
+			if j.Preempted != wantP {
+				t.Errorf("%s preempted %d times, want %d\n%s", id, j.Preempted, wantP, sched)
+			}
+		}
+	}
+}
+
+func TestParamErrors(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{`actions: "enqueue, allocate, shuffle"`, `unknown or unsimulated action "shuffle"`},
+		{`tiers: [{plugins: [{name: priority}]}]`, "gang plugin is required"},
+		{`tiers: [{plugins: [{name: gang}, {name: frobnicate}]}]`, `tiers[0].plugins[1].name: unknown plugin "frobnicate"`},
+		{`queues: [{name: a, weight: 0}]`, "queues[0].weight: must be >= 1"},
+		{`queues: [{name: a, state: Paused}]`, `queues[0].state: "Paused"`},
+		{`queues: [{name: a, capability: {gpus: 4}}]`, "queues[0].capability.gpus: unknown resource"},
+		{`queues: [{name: a, capability: {gpu: 2}, guarantee: {gpu: 4}}]`, "queues[0].guarantee.gpu: exceeds capability"},
+		{`queues: [{name: a, capability: {memory: 12x}}]`, `queues[0].capability.memory: invalid quantity "12x"`},
+		{`queueMapping: {x: nope}`, `queueMapping.x: queue "nope" is not defined`},
+		{`defaultQueue: nope`, `defaultQueue: queue "nope" is not defined`},
+		{`schedulePeriod: 0`, "schedulePeriod: must be > 0"},
+		{`tiers: [{plugins: [{name: gang}, {name: binpack, arguments: {binpack.weight: heavy}}]}]`, `binpack.weight: "heavy" is not a number`},
+	} {
+		var doc yaml.Node
+		if err := yaml.Unmarshal([]byte(tc.yaml), &doc); err != nil {
+			t.Fatal(err)
+		}
+		p, err := ParamsFromYAML(doc.Content[0])
+		if err == nil {
+			_, err = New(p)
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: want error containing %q, got %v", tc.yaml, tc.want, err)
+		}
+	}
+	var doc yaml.Node
+	_ = yaml.Unmarshal([]byte("queues: [{name: a, wieght: 2}]"), &doc)
+	if _, err := ParamsFromYAML(doc.Content[0]); err == nil || !strings.Contains(err.Error(), "queues[0].wieght: unknown field") {
+		t.Errorf("nested unknown field: %v", err)
+	}
+	// Guarantees beyond the cluster are a ConfigError at the first session.
+	v := newVolcano(t, `queues: [{name: a, guarantee: {gpu: 100}}]`)
+	e, err := sim.NewEngine(sim.Config{Cluster: Cluster(t, Nodes(1, 8)), Jobs: []sim.JobSpec{MakeJob("j").Obj()}, Policy: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Run(t.Context())
+	var ce *policies.ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "guarantees sum to 100 gpu") {
+		t.Errorf("want a ConfigError about guarantees, got %v", err)
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	v := newVolcano(t, `tiers:
+  - plugins: [{name: gang}, {name: sla, arguments: {sla-waiting-time: 1h}}]
+  - plugins: [{name: overcommit, arguments: {overcommit-factor: 0.5}}]`)
+	ws := strings.Join(v.Warnings(), "\n")
+	for _, w := range []string{`plugin "sla" is read but not simulated`, "overcommit-factor 0.5 < 1 is reset to 1.2"} {
+		if !strings.Contains(ws, w) {
+			t.Errorf("missing warning %q in %q", w, ws)
+		}
+	}
+	if v.cfg.ocFactor != 1.2 {
+		t.Errorf("factor %v", v.cfg.ocFactor)
+	}
+}
