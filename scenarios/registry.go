@@ -4,5 +4,6 @@ package scenarios
 // scenario layer links every one so scenarios can name them.
 import (
 	_ "github.com/gpusim/gpusim/policies/kueue"
+	_ "github.com/gpusim/gpusim/policies/slurm"
 	_ "github.com/gpusim/gpusim/policies/volcano"
 )

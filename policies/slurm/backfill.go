@@ -1,0 +1,143 @@
+package slurm
+
+import (
+	"slices"
+
+	"github.com/gpusim/gpusim/sim"
+)
+
+// backfill is one sched/backfill cycle. Running jobs end at start + time limit
+// (never their true runtime), rounded up to bf_resolution; pending jobs are
+// walked in queue order (up to bf_max_job_test). A job starts now if it fits
+// now on nodes that no reservation placed earlier in the cycle covers during its
+// whole time limit; otherwise its earliest start within bf_window (on the
+// candidate times: running jobs' ends and reservations' ends) gets a whole-node
+// reservation for its time limit, unless bf_min_prio_reserve or
+// bf_job_part_count_reserve deny it one. Jobs beyond the window get none.
+func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
+	now := v.Now()
+	horizon := now.Add(s.bfWindow)
+	// reset the reservation map
+	for _, n := range s.resTouched {
+		s.nodeRes[n] = s.nodeRes[n][:0]
+	}
+	s.resTouched = s.resTouched[:0]
+	clear(s.partRes)
+	// running jobs by expected end
+	s.runs = s.runs[:0]
+	for _, r := range v.Running() {
+		s.runs = append(s.runs, runEnd{r, s.expectedEnd(r, now)})
+	}
+	slices.SortFunc(s.runs, cmpRunEnd)
+	s.times = append(s.times[:0], now)
+	for _, r := range s.runs {
+		s.addTime(r.end, horizon)
+	}
+	for _, r := range s.resvs {
+		s.addTime(r.start, horizon)
+		s.addTime(r.end, horizon)
+	}
+	tested := 0
+	for _, j := range s.queue {
+		if j.State != sim.StatePending {
+			continue // started by the main scheduler
+		}
+		info := &s.jobs[j.Ref]
+		if info.overMax {
+			continue
+		}
+		if tested >= s.maxTest {
+			p.Wait(j.Ref, sim.ReasonNotTested)
+			continue
+		}
+		tested++
+		pt := s.parts[info.part]
+		lim := s.runLimit(j)
+		found := sim.Never
+		s.ov.clear()
+		ri := 0
+		for _, t := range s.times {
+			for ri < len(s.runs) && s.runs[ri].end <= t {
+				s.ov.release(s.runs[ri].j, +1, false)
+				ri++
+			}
+			end := t.Add(lim)
+			ok := func(n sim.NodeID) bool { return !s.bfBlocked(n, t, end) && !s.resvBlocks(j, n, t, end) }
+			if place(&s.ov, j, pt.nodes, ok, &s.pl) {
+				found = t
+				break
+			}
+		}
+		s.ov.clear()
+		switch {
+		case found == now:
+			if err := p.AddStart(j.Ref, s.pl.nodes, s.pl.gpus); err != nil {
+				return err
+			}
+			re := runEnd{j, s.quantUp(now.Add(lim))}
+			i, _ := slices.BinarySearchFunc(s.runs, re, cmpRunEnd)
+			s.runs = slices.Insert(s.runs, i, re)
+			s.addTime(re.end, horizon)
+		case found == sim.Never:
+			p.Wait(j.Ref, sim.ReasonNoCapacity) // beyond bf_window: no reservation
+		case info.prio < s.minPrioReserve || s.partReserve > 0 && s.partRes[info.part] >= s.partReserve:
+			p.Wait(j.Ref, sim.ReasonNoCapacity)
+		default:
+			s.partRes[info.part]++
+			rend := s.quantUp(found.Add(lim))
+			s.nodesTmp = s.pl.distinctNodes(s.nodesTmp)
+			for _, n := range s.nodesTmp {
+				if len(s.nodeRes[n]) == 0 {
+					s.resTouched = append(s.resTouched, n)
+				}
+				s.nodeRes[n] = append(s.nodeRes[n], interval{found, rend})
+			}
+			s.addTime(rend, horizon)
+			p.Reserve(j.Ref, found)
+			p.Wait(j.Ref, sim.ReasonNoCapacity)
+		}
+	}
+	return nil
+}
+
+func cmpRunEnd(a, b runEnd) int {
+	if a.end != b.end {
+		if a.end < b.end {
+			return -1
+		}
+		return 1
+	}
+	return int(a.j.Ref - b.j.Ref)
+}
+
+// addTime inserts t into the sorted candidate times if it is in (now, horizon].
+func (s *Slurm) addTime(t, horizon sim.Time) {
+	if t <= s.times[0] || t > horizon {
+		return
+	}
+	i, found := slices.BinarySearch(s.times, t)
+	if !found {
+		s.times = slices.Insert(s.times, i, t)
+	}
+}
+
+// expectedEnd is when backfill expects running job r to end: its start plus its
+// time limit, rounded up to bf_resolution (a job already past its limit is
+// expected to end at the next resolution step).
+func (s *Slurm) expectedEnd(r *sim.Job, now sim.Time) sim.Time {
+	lim := s.runLimit(r)
+	if lim == unlimited {
+		return sim.Never
+	}
+	return max(s.quantUp(r.LastStart.Add(lim)), s.quantUp(now+1))
+}
+
+// bfBlocked reports whether a backfill reservation holds node n during [t0, t1).
+func (s *Slurm) bfBlocked(n sim.NodeID, t0, t1 sim.Time) bool {
+	for _, iv := range s.nodeRes[n] {
+		if t0 < iv.end && t1 > iv.start {
+			return true
+		}
+	}
+	return false
+}

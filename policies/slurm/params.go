@@ -1,0 +1,274 @@
+package slurm
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/sim"
+)
+
+// Params are the slurm policy's scenario parameters, shaped like slurm.conf (keys
+// in camelCase; SchedulerParameters keep Slurm's snake_case names). Every field
+// is optional; the defaults are Slurm's (docs/slurm.md lists them).
+type Params struct {
+	// Partitions (PartitionName=...). None given: one partition "default" over
+	// all nodes, Default=YES.
+	Partitions []PartitionConf `yaml:"partitions"`
+	// PartitionMapping maps a job's trace queue to a partition name. Unmapped
+	// jobs use the partition named like their queue, then the Default partition.
+	PartitionMapping map[string]string `yaml:"partitionMapping"`
+	// Priority configures priority/multifactor (PriorityWeight*, PriorityMaxAge,
+	// PriorityCalcPeriod, PriorityDecayHalfLife, PriorityFlags).
+	Priority PriorityConf `yaml:"priority"`
+	// Accounts is the association tree under root (sacctmgr accounts and users
+	// with fairshare shares).
+	Accounts []AccountConf `yaml:"accounts"`
+	// DefaultAccount receives users that no account lists and whose job team
+	// names no account (default: an implicit top-level account "default" with 1 share).
+	DefaultAccount string `yaml:"defaultAccount"`
+	// QOS lists the QOS (sacctmgr qos). "normal" (priority 0) always exists.
+	QOS []QOSConf `yaml:"qos"`
+	// QOSMapping maps a job class (training, serving, ...) to a QOS name; other
+	// jobs get "normal".
+	QOSMapping map[string]string `yaml:"qosMapping"`
+	// SchedulerParameters (sched/backfill and the main scheduler).
+	SchedulerParameters SchedConf `yaml:"schedulerParameters"`
+	// PreemptType: none (default), partition_prio or qos (preempt/partition_prio,
+	// preempt/qos; a "preempt/" prefix is accepted).
+	PreemptType string `yaml:"preemptType"`
+	// PreemptMode is the cluster-wide mode: OFF (default), CANCEL, REQUEUE or SUSPEND.
+	PreemptMode string `yaml:"preemptMode"`
+	// PreemptExemptTime: a job is not preempted before it has run this long
+	// (default: none). The engine's own protection applies as well.
+	PreemptExemptTime *policies.Dur `yaml:"preemptExemptTime"`
+	// PreemptParameters (youngest_first).
+	PreemptParameters struct {
+		// YoungestFirst orders victims by start time, most recent first, instead
+		// of by tier/QOS priority then size.
+		YoungestFirst bool `yaml:"youngestFirst"`
+	} `yaml:"preemptParameters"`
+	// Reservations are advanced reservations (scontrol create reservation).
+	Reservations []ReservationConf `yaml:"reservations"`
+}
+
+// PartitionConf is one partition.
+type PartitionConf struct {
+	Name string `yaml:"name"`
+	// Nodes: "ALL", node-name globs ("h100-*"), Slurm hostlists ("h100-[0-3,8]"),
+	// pool names, or node index ranges ("0-7"); a list or a comma-free string.
+	Nodes NodeList `yaml:"nodes"`
+	// PriorityTier orders partitions in the queue and in partition_prio
+	// preemption (default 1).
+	PriorityTier *int `yaml:"priorityTier"`
+	// PriorityJobFactor feeds the partition priority factor (default 1).
+	PriorityJobFactor *int `yaml:"priorityJobFactor"`
+	// MaxTime is the partition's time limit (default UNLIMITED).
+	MaxTime *policies.Dur `yaml:"maxTime"`
+	// DefaultTime is the time limit of jobs that give none (default: MaxTime).
+	DefaultTime *policies.Dur `yaml:"defaultTime"`
+	// PreemptMode overrides the cluster mode for jobs of this partition as victims
+	// (partition_prio).
+	PreemptMode string `yaml:"preemptMode"`
+	// Default marks the partition of jobs that name none (Default=YES).
+	Default bool `yaml:"default"`
+}
+
+// NodeList is a list of node expressions; a scalar is one expression.
+type NodeList []string
+
+// UnmarshalYAML accepts a string or a sequence of strings.
+func (l *NodeList) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*l = NodeList{n.Value}
+		return nil
+	}
+	var s []string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	*l = s
+	return nil
+}
+
+// PriorityConf configures priority/multifactor.
+type PriorityConf struct {
+	Weights struct {
+		Age       uint32 `yaml:"age"`
+		FairShare uint32 `yaml:"fairshare"`
+		JobSize   uint32 `yaml:"jobSize"`
+		Partition uint32 `yaml:"partition"`
+		QOS       uint32 `yaml:"qos"`
+	} `yaml:"weights"`
+	// MaxAge: the age factor reaches 1 after this long pending (default 7 days).
+	MaxAge *policies.Dur `yaml:"maxAge"`
+	// FavorSmall: the job size factor favours small jobs (default false).
+	FavorSmall bool `yaml:"favorSmall"`
+	// CalcPeriod: priorities and usage decay are recomputed every CalcPeriod (default 5m).
+	CalcPeriod *policies.Dur `yaml:"calcPeriod"`
+	// DecayHalfLife of recorded usage (default 7 days; 0 = no decay).
+	DecayHalfLife *policies.Dur `yaml:"decayHalfLife"`
+	// FairTree selects the Fair Tree algorithm (default true); false is classic
+	// fair share (PriorityFlags=NO_FAIR_TREE).
+	FairTree *bool `yaml:"fairTree"`
+	// DampeningFactor is FairShareDampeningFactor of classic fair share (default 1).
+	DampeningFactor *int `yaml:"dampeningFactor"`
+}
+
+// AccountConf is an account association with child accounts and users.
+type AccountConf struct {
+	Name     string        `yaml:"name"`
+	Shares   *int          `yaml:"shares"` // default 1
+	Accounts []AccountConf `yaml:"accounts"`
+	Users    []UserConf    `yaml:"users"`
+}
+
+// UserConf is a user association.
+type UserConf struct {
+	Name   string `yaml:"name"`
+	Shares *int   `yaml:"shares"` // default 1
+}
+
+// QOSConf is one QOS.
+type QOSConf struct {
+	Name     string   `yaml:"name"`
+	Priority int      `yaml:"priority"`
+	Preempt  []string `yaml:"preempt"`
+	// PreemptMode overrides the cluster mode for jobs of this QOS as victims (qos).
+	PreemptMode string `yaml:"preemptMode"`
+}
+
+// SchedConf holds SchedulerParameters.
+type SchedConf struct {
+	SchedInterval         *policies.Dur `yaml:"sched_interval"`            // 60s
+	DefaultQueueDepth     *int          `yaml:"default_queue_depth"`       // 100
+	BfInterval            *policies.Dur `yaml:"bf_interval"`               // 30s
+	BfWindow              *Minutes      `yaml:"bf_window"`                 // 1440 (minutes)
+	BfResolution          *policies.Dur `yaml:"bf_resolution"`             // 60s
+	BfMaxJobTest          *int          `yaml:"bf_max_job_test"`           // 500
+	BfJobPartCountReserve *int          `yaml:"bf_job_part_count_reserve"` // 0 = all
+	BfMinPrioReserve      *int64        `yaml:"bf_min_prio_reserve"`       // 0
+	BfContinue            *bool         `yaml:"bf_continue"`               // read, not modelled
+}
+
+// Minutes is a duration whose plain numbers are minutes (as bf_window in
+// slurm.conf); strings are Go durations ("24h").
+type Minutes sim.Duration
+
+// UnmarshalYAML parses minutes or a duration string.
+func (m *Minutes) UnmarshalYAML(n *yaml.Node) error {
+	s := strings.TrimSpace(n.Value)
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if f < 0 {
+			return fmt.Errorf("line %d: %q must be >= 0", n.Line, s)
+		}
+		*m = Minutes(sim.Seconds(f * 60))
+		return nil
+	}
+	d, err := policies.ParseDur(s)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*m = Minutes(d)
+	return nil
+}
+
+// ReservationConf is an advanced reservation.
+type ReservationConf struct {
+	Name  string   `yaml:"name"`
+	Nodes NodeList `yaml:"nodes"`
+	// StartTime is the reservation start, as a time from the simulation start.
+	StartTime policies.Dur `yaml:"startTime"`
+	// EndTime (from the simulation start) or Duration; neither = forever.
+	EndTime  *policies.Dur `yaml:"endTime"`
+	Duration *policies.Dur `yaml:"duration"`
+	// Accounts and Users may use the reserved nodes during the window (a job's
+	// account matches when it or any ancestor account is listed); Partition, when
+	// set, further restricts them to jobs of that partition.
+	Accounts  []string `yaml:"accounts"`
+	Users     []string `yaml:"users"`
+	Partition string   `yaml:"partition"`
+}
+
+type preemptMode uint8
+
+const (
+	modeUnset preemptMode = iota
+	modeOff
+	modeCancel
+	modeRequeue
+	modeSuspend
+)
+
+func (m preemptMode) String() string {
+	return [...]string{"", "OFF", "CANCEL", "REQUEUE", "SUSPEND"}[m]
+}
+
+func parseMode(field, s string) (preemptMode, error) {
+	switch strings.ToUpper(strings.TrimSpace(s)) {
+	case "":
+		return modeUnset, nil
+	case "OFF":
+		return modeOff, nil
+	case "CANCEL":
+		return modeCancel, nil
+	case "REQUEUE":
+		return modeRequeue, nil
+	case "SUSPEND", "SUSPEND,GANG":
+		return modeSuspend, nil
+	case "GANG":
+		return 0, fmt.Errorf("%s: GANG (time-slicing) is not modelled (want OFF, CANCEL, REQUEUE or SUSPEND)", field)
+	}
+	return 0, fmt.Errorf("%s: unknown preempt mode %q (want OFF, CANCEL, REQUEUE or SUSPEND)", field, s)
+}
+
+type preemptType uint8
+
+const (
+	preemptNone preemptType = iota
+	preemptPartition
+	preemptQOS
+)
+
+func parsePreemptType(s string) (preemptType, error) {
+	switch strings.TrimPrefix(strings.ToLower(strings.TrimSpace(s)), "preempt/") {
+	case "", "none":
+		return preemptNone, nil
+	case "partition_prio":
+		return preemptPartition, nil
+	case "qos":
+		return preemptQOS, nil
+	}
+	return 0, fmt.Errorf("preemptType: unknown %q (want none, partition_prio or qos)", s)
+}
+
+// Slurm's defaults.
+const (
+	DefaultSchedInterval = 60 * sim.Second
+	DefaultQueueDepth    = 100
+	DefaultBfInterval    = 30 * sim.Second
+	DefaultBfWindow      = 1440 * sim.Minute
+	DefaultBfResolution  = 60 * sim.Second
+	DefaultBfMaxJobTest  = 500
+	DefaultMaxAge        = 7 * 24 * sim.Hour
+	DefaultCalcPeriod    = 5 * sim.Minute
+	DefaultHalfLife      = 7 * 24 * sim.Hour
+	maxBfWindow          = 43200 * sim.Minute
+)
+
+func durOr(d *policies.Dur, def sim.Duration) sim.Duration {
+	if d == nil {
+		return def
+	}
+	return sim.Duration(*d)
+}
+
+func intOr(p *int, def int) int {
+	if p == nil {
+		return def
+	}
+	return *p
+}

@@ -1,0 +1,865 @@
+package slurm
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/sim"
+)
+
+func init() {
+	policies.Register(policies.Info{Name: "slurm",
+		Summary: "Slurm: partitions (tiers, time limits, overlapping node sets), priority/multifactor with Fair Tree or classic fair share, main scheduler with per-partition blocking, sched/backfill on time limits (bf_window, bf_resolution, bf_max_job_test, bf_job_part_count_reserve), partition_prio/qos preemption (CANCEL/REQUEUE/SUSPEND), advanced reservations.",
+		Params:  "partitions; partitionMapping; priority{weights, maxAge, calcPeriod, decayHalfLife, fairTree, favorSmall}; accounts; qos; qosMapping; schedulerParameters{sched_interval, default_queue_depth, bf_*}; preemptType; preemptMode; preemptExemptTime; reservations"},
+		func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
+			var p Params
+			if n != nil {
+				if errs := policies.CheckFields(n, &p); len(errs) > 0 {
+					return nil, errors.Join(errs...)
+				}
+			}
+			if err := policies.DecodeParams(n, &p); err != nil {
+				return nil, err
+			}
+			return New(p)
+		})
+}
+
+// unlimited is an infinite time limit.
+const unlimited = sim.Duration(math.MaxInt64)
+
+type partition struct {
+	name      string
+	exprs     NodeList
+	nodes     []sim.NodeID // in node order
+	mask      []bool
+	tier      int
+	jobFactor int
+	maxTime   sim.Duration // unlimited = none
+	defTime   sim.Duration // 0 = not set
+	mode      preemptMode
+	isDefault bool
+}
+
+type qos struct {
+	name    string
+	prio    int
+	preempt []bool // by QOS index
+	mode    preemptMode
+}
+
+type resv struct {
+	name       string
+	exprs      NodeList
+	mask       []bool
+	start, end sim.Time
+	accounts   []string
+	acctIdx    []int32
+	users      map[string]bool
+	part       int // -1: any
+}
+
+// jobInfo is the policy's per-job state.
+type jobInfo struct {
+	part, qos, assoc int32
+	limit            sim.Duration // time limit (unlimited = none)
+	overMax          bool         // time limit above the partition MaxTime: never starts
+	prio             int64
+	acctFrom         sim.Time     // usage accounted up to here (while running)
+	usedWall         sim.Duration // run time before suspensions of the current allocation
+}
+
+// Slurm is the slurm policy. See the package documentation.
+type Slurm struct {
+	p          Params
+	parts      []*partition
+	partByName map[string]int
+	defPart    int
+	qos        []*qos
+	qosByName  map[string]int
+	classQOS   map[sim.JobClass]int
+	tree       *assocTree
+	resvs      []*resv
+
+	ptype    preemptType
+	pmode    preemptMode
+	exempt   sim.Duration
+	youngest bool
+
+	wAge, wFS, wJS, wPart, wQOS float64
+	anyWeight                   bool
+	maxAge, calcPeriod, half    sim.Duration
+	favorSmall                  bool
+	maxJobFactor, maxQOSPrio    int
+
+	schedInterval, bfInterval, bfWindow, bfRes sim.Duration
+	depth, maxTest, partReserve                int
+	minPrioReserve                             int64
+
+	warnings []string
+
+	// run state
+	inited             bool
+	initErr            error
+	jobs               []jobInfo
+	nextFull, nextBF   sim.Time
+	nextCalc, lastCalc sim.Time
+	pendUsage          []float64 // per assoc, usage of ended runs not yet recorded
+	queue              []*sim.Job
+	ov                 overlay
+	pl                 placement
+	blockedPart        []bool
+	blockedNode        []bool
+	nodeRes            [][]interval // backfill reservations per node
+	resTouched         []sim.NodeID
+	runs               []runEnd
+	times              []sim.Time
+	cands              []*sim.Job
+	nodesTmp           []sim.NodeID
+	partRes            []int
+	nodeResv           [][]int // admin reservations per node
+}
+
+type interval struct{ start, end sim.Time }
+
+type runEnd struct {
+	j   *sim.Job
+	end sim.Time
+}
+
+// New validates params and builds the policy. Node expressions are matched and
+// jobs are mapped to partitions, QOS and associations at the first scheduling
+// point (errors then are *policies.ConfigError).
+func New(p Params) (*Slurm, error) {
+	s := &Slurm{p: p, partByName: map[string]int{}, qosByName: map[string]int{}, classQOS: map[sim.JobClass]int{}, defPart: -1}
+	var err error
+	if len(p.Partitions) == 0 {
+		p.Partitions = []PartitionConf{{Name: "default", Nodes: NodeList{"ALL"}, Default: true}}
+	}
+	for i, pc := range p.Partitions {
+		f := fmt.Sprintf("partitions[%d]", i)
+		if pc.Name == "" {
+			return nil, fmt.Errorf("%s.name: required", f)
+		}
+		if _, dup := s.partByName[pc.Name]; dup {
+			return nil, fmt.Errorf("%s.name: partition %q defined twice", f, pc.Name)
+		}
+		for _, e := range pc.Nodes {
+			if err := checkNodeExpr(e); err != nil {
+				return nil, fmt.Errorf("%s.nodes: %w", f, err)
+			}
+		}
+		if len(pc.Nodes) == 0 {
+			return nil, fmt.Errorf("%s.nodes: required (ALL, a glob such as \"h100-*\", a hostlist \"h100-[0-3]\" or an index range \"0-7\")", f)
+		}
+		pt := &partition{name: pc.Name, exprs: pc.Nodes, tier: intOr(pc.PriorityTier, 1), jobFactor: intOr(pc.PriorityJobFactor, 1),
+			maxTime: durOr(pc.MaxTime, unlimited), defTime: durOr(pc.DefaultTime, 0), isDefault: pc.Default}
+		if pt.tier < 0 || pt.tier > 65533 {
+			return nil, fmt.Errorf("%s.priorityTier: must be in 0..65533", f)
+		}
+		if pt.jobFactor < 0 || pt.jobFactor > 65533 {
+			return nil, fmt.Errorf("%s.priorityJobFactor: must be in 0..65533", f)
+		}
+		if pc.MaxTime != nil && pt.maxTime == 0 {
+			return nil, fmt.Errorf("%s.maxTime: must be > 0 (leave it out for UNLIMITED)", f)
+		}
+		if pt.defTime > 0 && pt.defTime > pt.maxTime {
+			return nil, fmt.Errorf("%s.defaultTime: %v exceeds maxTime %v", f, pt.defTime, pt.maxTime)
+		}
+		if pt.mode, err = parseMode(f+".preemptMode", pc.PreemptMode); err != nil {
+			return nil, err
+		}
+		if pc.Default {
+			if s.defPart >= 0 {
+				return nil, fmt.Errorf("%s.default: partition %q is already the default", f, p.Partitions[s.defPart].Name)
+			}
+			s.defPart = i
+		}
+		s.partByName[pc.Name] = i
+		s.parts = append(s.parts, pt)
+		s.maxJobFactor = max(s.maxJobFactor, pt.jobFactor)
+	}
+	for q, part := range p.PartitionMapping {
+		if _, ok := s.partByName[part]; !ok {
+			return nil, fmt.Errorf("partitionMapping.%s: unknown partition %q", q, part)
+		}
+	}
+	// QOS
+	s.qos = append(s.qos, &qos{name: "normal"})
+	s.qosByName["normal"] = 0
+	for i, qc := range p.QOS {
+		f := fmt.Sprintf("qos[%d]", i)
+		if qc.Name == "" {
+			return nil, fmt.Errorf("%s.name: required", f)
+		}
+		q := &qos{name: qc.Name, prio: qc.Priority}
+		if qc.Priority < 0 {
+			return nil, fmt.Errorf("%s.priority: must be >= 0", f)
+		}
+		if q.mode, err = parseMode(f+".preemptMode", qc.PreemptMode); err != nil {
+			return nil, err
+		}
+		if k, ok := s.qosByName[qc.Name]; ok {
+			if k != 0 || i > 0 && p.QOS[0].Name == "normal" {
+				return nil, fmt.Errorf("%s.name: QOS %q defined twice", f, qc.Name)
+			}
+			s.qos[0] = q // redefines normal
+			continue
+		}
+		s.qosByName[qc.Name] = len(s.qos)
+		s.qos = append(s.qos, q)
+	}
+	for _, q := range s.qos {
+		q.preempt = make([]bool, len(s.qos))
+		s.maxQOSPrio = max(s.maxQOSPrio, q.prio)
+	}
+	for i, qc := range p.QOS {
+		q := s.qos[s.qosByName[qc.Name]]
+		for _, name := range qc.Preempt {
+			k, ok := s.qosByName[name]
+			if !ok {
+				return nil, fmt.Errorf("qos[%d].preempt: unknown QOS %q", i, name)
+			}
+			q.preempt[k] = true
+		}
+	}
+	for cl, name := range p.QOSMapping {
+		c, err := sim.ParseClass(cl)
+		if err != nil {
+			return nil, fmt.Errorf("qosMapping: %v", err)
+		}
+		k, ok := s.qosByName[name]
+		if !ok {
+			return nil, fmt.Errorf("qosMapping.%s: unknown QOS %q", cl, name)
+		}
+		s.classQOS[c] = k
+	}
+	// priority
+	pr := p.Priority
+	s.wAge, s.wFS, s.wJS, s.wPart, s.wQOS = float64(pr.Weights.Age), float64(pr.Weights.FairShare), float64(pr.Weights.JobSize), float64(pr.Weights.Partition), float64(pr.Weights.QOS)
+	s.anyWeight = s.wAge+s.wFS+s.wJS+s.wPart+s.wQOS > 0
+	s.maxAge = durOr(pr.MaxAge, DefaultMaxAge)
+	s.calcPeriod = durOr(pr.CalcPeriod, DefaultCalcPeriod)
+	s.half = durOr(pr.DecayHalfLife, DefaultHalfLife)
+	s.favorSmall = pr.FavorSmall
+	if s.maxAge <= 0 {
+		return nil, fmt.Errorf("priority.maxAge: must be > 0")
+	}
+	if s.calcPeriod <= 0 {
+		return nil, fmt.Errorf("priority.calcPeriod: must be > 0")
+	}
+	damp := intOr(pr.DampeningFactor, 1)
+	if damp < 1 {
+		return nil, fmt.Errorf("priority.dampeningFactor: must be >= 1")
+	}
+	fairTree := pr.FairTree == nil || *pr.FairTree
+	if s.tree, err = newTree(p.Accounts, fairTree, damp); err != nil {
+		return nil, err
+	}
+	if p.DefaultAccount != "" {
+		if _, ok := s.tree.accounts[p.DefaultAccount]; !ok || p.DefaultAccount == "root" {
+			return nil, fmt.Errorf("defaultAccount: unknown account %q", p.DefaultAccount)
+		}
+	}
+	// scheduler parameters
+	sp := p.SchedulerParameters
+	s.schedInterval = durOr(sp.SchedInterval, DefaultSchedInterval)
+	s.bfInterval = durOr(sp.BfInterval, DefaultBfInterval)
+	s.bfWindow = DefaultBfWindow
+	if sp.BfWindow != nil {
+		s.bfWindow = sim.Duration(*sp.BfWindow)
+	}
+	s.bfRes = durOr(sp.BfResolution, DefaultBfResolution)
+	s.depth = intOr(sp.DefaultQueueDepth, DefaultQueueDepth)
+	s.maxTest = intOr(sp.BfMaxJobTest, DefaultBfMaxJobTest)
+	s.partReserve = intOr(sp.BfJobPartCountReserve, 0)
+	if sp.BfMinPrioReserve != nil {
+		s.minPrioReserve = *sp.BfMinPrioReserve
+	}
+	switch {
+	case s.schedInterval <= 0:
+		return nil, fmt.Errorf("schedulerParameters.sched_interval: must be > 0")
+	case s.bfInterval <= 0:
+		return nil, fmt.Errorf("schedulerParameters.bf_interval: must be > 0")
+	case s.bfWindow <= 0 || s.bfWindow > maxBfWindow:
+		return nil, fmt.Errorf("schedulerParameters.bf_window: must be in 1..43200 minutes")
+	case s.bfRes <= 0:
+		return nil, fmt.Errorf("schedulerParameters.bf_resolution: must be > 0")
+	case s.depth < 1:
+		return nil, fmt.Errorf("schedulerParameters.default_queue_depth: must be >= 1")
+	case s.maxTest < 1:
+		return nil, fmt.Errorf("schedulerParameters.bf_max_job_test: must be >= 1")
+	case s.partReserve < 0:
+		return nil, fmt.Errorf("schedulerParameters.bf_job_part_count_reserve: must be >= 0")
+	}
+	if sp.BfContinue != nil && *sp.BfContinue {
+		s.warnings = append(s.warnings, "slurm: schedulerParameters.bf_continue is read but not modelled (each backfill cycle completes at one virtual time)")
+	}
+	// preemption
+	if s.ptype, err = parsePreemptType(p.PreemptType); err != nil {
+		return nil, err
+	}
+	if s.pmode, err = parseMode("preemptMode", p.PreemptMode); err != nil {
+		return nil, err
+	}
+	if s.pmode == modeUnset {
+		s.pmode = modeOff
+	}
+	s.exempt = durOr(p.PreemptExemptTime, 0)
+	s.youngest = p.PreemptParameters.YoungestFirst
+	if s.ptype != preemptNone && s.pmode == modeOff {
+		any := false
+		for _, pt := range s.parts {
+			any = any || pt.mode > modeOff
+		}
+		for _, q := range s.qos {
+			any = any || q.mode > modeOff
+		}
+		if !any {
+			s.warnings = append(s.warnings, "slurm: preemptType is set but preemptMode is OFF everywhere: nothing is preempted")
+		}
+	}
+	// reservations
+	for i, rc := range p.Reservations {
+		f := fmt.Sprintf("reservations[%d]", i)
+		if rc.Name == "" {
+			return nil, fmt.Errorf("%s.name: required", f)
+		}
+		for _, e := range rc.Nodes {
+			if err := checkNodeExpr(e); err != nil {
+				return nil, fmt.Errorf("%s.nodes: %w", f, err)
+			}
+		}
+		if len(rc.Nodes) == 0 {
+			return nil, fmt.Errorf("%s.nodes: required", f)
+		}
+		r := &resv{name: rc.Name, exprs: rc.Nodes, start: sim.Time(rc.StartTime), end: sim.Never, accounts: rc.Accounts, users: map[string]bool{}, part: -1}
+		switch {
+		case rc.EndTime != nil && rc.Duration != nil:
+			return nil, fmt.Errorf("%s: give endTime or duration, not both", f)
+		case rc.EndTime != nil:
+			r.end = sim.Time(*rc.EndTime)
+		case rc.Duration != nil:
+			r.end = r.start.Add(sim.Duration(*rc.Duration))
+		}
+		if r.end <= r.start {
+			return nil, fmt.Errorf("%s.endTime: must be after startTime", f)
+		}
+		for _, u := range rc.Users {
+			r.users[u] = true
+		}
+		for _, a := range rc.Accounts {
+			k, ok := s.tree.accounts[a]
+			if !ok {
+				return nil, fmt.Errorf("%s.accounts: unknown account %q", f, a)
+			}
+			r.acctIdx = append(r.acctIdx, k)
+		}
+		if rc.Partition != "" {
+			k, ok := s.partByName[rc.Partition]
+			if !ok {
+				return nil, fmt.Errorf("%s.partition: unknown partition %q", f, rc.Partition)
+			}
+			r.part = k
+		}
+		if len(rc.Users) == 0 && len(rc.Accounts) == 0 && rc.Partition == "" {
+			return nil, fmt.Errorf("%s: needs users, accounts or partition (who may use it)", f)
+		}
+		s.resvs = append(s.resvs, r)
+	}
+	return s, nil
+}
+
+// Name returns "slurm".
+func (s *Slurm) Name() string { return "slurm" }
+
+// Warnings lists configuration that is read but not simulated.
+func (s *Slurm) Warnings() []string { return s.warnings }
+
+func cfgErr(format string, a ...any) error {
+	return &policies.ConfigError{Err: fmt.Errorf(format, a...)}
+}
+
+// setup resolves node expressions and maps every job of the run (arrived or not)
+// to its partition, QOS and association, checking that it can ever run there.
+func (s *Slurm) setup(v *sim.View) error {
+	c := v.Cluster()
+	nn := c.NumNodes()
+	var err error
+	for i, pt := range s.parts {
+		if pt.mask, err = matchNodes(c, fmt.Sprintf("partitions[%d] (%s).nodes", i, pt.name), pt.exprs); err != nil {
+			return &policies.ConfigError{Err: err}
+		}
+		for n, in := range pt.mask {
+			if in {
+				pt.nodes = append(pt.nodes, sim.NodeID(n))
+			}
+		}
+	}
+	s.nodeResv = make([][]int, nn)
+	for i, r := range s.resvs {
+		if r.mask, err = matchNodes(c, fmt.Sprintf("reservations[%d] (%s).nodes", i, r.name), r.exprs); err != nil {
+			return &policies.ConfigError{Err: err}
+		}
+		for n, in := range r.mask {
+			if in {
+				s.nodeResv[n] = append(s.nodeResv[n], i)
+			}
+		}
+	}
+	s.jobs = make([]jobInfo, v.NumJobs())
+	for r := range s.jobs {
+		j := v.Job(sim.JobRef(r))
+		if err := s.mapJob(v, j, &s.jobs[r]); err != nil {
+			return err
+		}
+	}
+	s.tree.recompute()
+	s.pendUsage = make([]float64, len(s.tree.a))
+	s.ov = newOverlay(c)
+	s.blockedPart = make([]bool, len(s.parts))
+	s.partRes = make([]int, len(s.parts))
+	s.blockedNode = make([]bool, nn)
+	s.nodeRes = make([][]interval, nn)
+	s.nextCalc = sim.Time(s.calcPeriod)
+	return nil
+}
+
+func (s *Slurm) mapJob(v *sim.View, j *sim.Job, info *jobInfo) error {
+	sp := &j.Spec
+	// partition
+	pi := -1
+	if name, ok := s.p.PartitionMapping[sp.Queue]; ok {
+		pi = s.partByName[name]
+	} else if k, ok := s.partByName[sp.Queue]; ok {
+		pi = k
+	} else {
+		pi = s.defPart
+	}
+	if pi < 0 {
+		names := make([]string, len(s.parts))
+		for i, pt := range s.parts {
+			names[i] = pt.name
+		}
+		return cfgErr("job %s: queue %q names no partition (partitions: %s) and no partition is default: true; set params.partitionMapping", sp.ID, sp.Queue, strings.Join(names, ", "))
+	}
+	pt := s.parts[pi]
+	info.part = int32(pi)
+	if !s.canEverFit(v.Cluster(), pt, sp) {
+		return cfgErr("job %s: needs %d x %d GPU(s) (models %v), %d mCPU, %d MiB per replica, but partition %q (%d nodes) can never hold it", sp.ID, sp.Replicas, sp.GPUsPerReplica, sp.GPUModels, sp.CPUMilli, sp.MemoryMiB, pt.name, len(pt.nodes))
+	}
+	// QOS
+	info.qos = 0
+	if k, ok := s.classQOS[sp.Class]; ok {
+		info.qos = int32(k)
+	}
+	// association
+	info.assoc = s.userAssoc(sp)
+	// time limit
+	switch {
+	case v.Oracle():
+		info.limit = j.Estimate
+	case sp.Walltime > 0:
+		info.limit = sp.Walltime
+	case pt.defTime > 0:
+		info.limit = pt.defTime
+	default:
+		info.limit = pt.maxTime
+	}
+	info.overMax = info.limit > pt.maxTime
+	info.prio = 1
+	return nil
+}
+
+// userAssoc maps a job to a user association: the user under the account named
+// by the job's team, else the user's first association, else a new user
+// association (1 share) under the team's account or the default account.
+func (s *Slurm) userAssoc(sp *sim.JobSpec) int32 {
+	t := s.tree
+	user := sp.User
+	if user == "" {
+		user = "nobody"
+	}
+	team, teamOK := t.accounts[sp.Team]
+	if teamOK && team != 0 {
+		if a := t.userAssoc(user, team); a >= 0 {
+			return a
+		}
+	}
+	if as := t.users[user]; len(as) > 0 {
+		return as[0]
+	}
+	acct := team
+	if !teamOK || team == 0 {
+		name := s.p.DefaultAccount
+		if name == "" {
+			name = "default"
+		}
+		k, ok := t.accounts[name]
+		if !ok {
+			k = t.add(0, assoc{name: name, shares: 1})
+		}
+		acct = k
+	}
+	return t.add(acct, assoc{name: user, user: true, shares: 1})
+}
+
+// canEverFit reports whether the partition's nodes, empty, can hold the job.
+func (s *Slurm) canEverFit(c *sim.Cluster, pt *partition, sp *sim.JobSpec) bool {
+	var k int64
+	for _, n := range pt.nodes {
+		spec := c.Node(n)
+		if sp.GPUsPerReplica > 0 && (spec.GPUs == 0 || !sp.AllowsModel(spec.GPUModel)) {
+			continue
+		}
+		h := int64(sp.Replicas)
+		if g := sp.GPUsPerReplica; g > 0 && !sp.Fractional() {
+			h = min(h, int64(spec.GPUs/g))
+		}
+		if sp.CPUMilli > 0 {
+			h = min(h, spec.CPUMilli/sp.CPUMilli)
+		}
+		if sp.MemoryMiB > 0 {
+			h = min(h, spec.MemoryMiB/sp.MemoryMiB)
+		}
+		k += h
+	}
+	return k >= int64(sp.Replicas)
+}
+
+func gpuUnits(sp *sim.JobSpec) float64 {
+	return float64(sp.TotalGPUs()) * float64(sp.GPUMilli) / float64(sim.WholeGPU)
+}
+
+func (s *Slurm) init(v *sim.View) error {
+	if !s.inited {
+		s.inited = true
+		s.initErr = s.setup(v)
+	}
+	return s.initErr
+}
+
+// Observe keeps usage accounting and priorities in step with the engine.
+func (s *Slurm) Observe(v *sim.View, e sim.Event) {
+	if s.init(v) != nil {
+		return
+	}
+	j := v.Job(e.Job)
+	info := &s.jobs[e.Job]
+	switch e.Kind {
+	case sim.EvArrive:
+		info.prio = s.priority(v, j, e.Time)
+	case sim.EvStart:
+		info.acctFrom = e.Time
+	case sim.EvFinish, sim.EvKill, sim.EvTimeout, sim.EvPreempt, sim.EvSuspend:
+		if e.Time > info.acctFrom {
+			s.pendUsage[info.assoc] += gpuUnits(&j.Spec) * e.Time.Sub(info.acctFrom).Seconds()
+		}
+		info.acctFrom = e.Time
+		switch e.Kind {
+		case sim.EvSuspend:
+			info.usedWall += e.Time.Sub(j.LastStart)
+		case sim.EvPreempt:
+			info.usedWall = 0
+		}
+	}
+}
+
+// priority is priority/multifactor at time t (factors as last computed).
+func (s *Slurm) priority(v *sim.View, j *sim.Job, t sim.Time) int64 {
+	if !s.anyWeight {
+		return 1
+	}
+	info := &s.jobs[j.Ref]
+	sp := &j.Spec
+	var p float64
+	if s.wAge > 0 {
+		p += s.wAge * min(1, float64(t-sp.Submit)/float64(s.maxAge))
+	}
+	if s.wFS > 0 {
+		p += s.wFS * s.tree.a[info.assoc].fs
+	}
+	if s.wJS > 0 {
+		c := v.Cluster()
+		nn, ng := float64(c.NumNodes()), float64(max(c.NumGPUs(), 1))
+		nodes := min(float64(sp.Replicas), nn)
+		gpus := min(float64(sp.TotalGPUs()), ng)
+		f := (nodes/nn + gpus/ng) / 2
+		if s.favorSmall {
+			f = ((nn-nodes)/nn + (ng-gpus)/ng) / 2
+		}
+		p += s.wJS * f
+	}
+	if s.wPart > 0 && s.maxJobFactor > 0 {
+		p += s.wPart * float64(s.parts[info.part].jobFactor) / float64(s.maxJobFactor)
+	}
+	if s.wQOS > 0 && s.maxQOSPrio > 0 {
+		p += s.wQOS * float64(s.qos[info.qos].prio) / float64(s.maxQOSPrio)
+	}
+	pr := int64(p)
+	if pr > math.MaxUint32 {
+		pr = math.MaxUint32
+	}
+	return max(pr, 1)
+}
+
+// calc runs the PriorityCalcPeriod steps due by now: usage decays by the
+// half-life, the usage of the step is recorded (GPU-seconds), fair share is
+// recomputed and pending jobs get new priorities. Nothing changes between steps.
+func (s *Slurm) calc(v *sim.View) {
+	now := v.Now()
+	if now < s.nextCalc {
+		return
+	}
+	for s.nextCalc <= now {
+		step := s.nextCalc
+		if len(v.Running()) == 0 && !s.anyPendUsage() {
+			// idle: jump over the empty steps at once (decay composes exactly)
+			k := (now - step) / sim.Time(s.calcPeriod)
+			step += k * sim.Time(s.calcPeriod)
+		}
+		if s.half > 0 {
+			s.tree.decay(math.Exp2(-float64(step-s.lastCalc) / float64(s.half)))
+		}
+		for a, u := range s.pendUsage {
+			if u != 0 {
+				s.tree.charge(int32(a), u)
+				s.pendUsage[a] = 0
+			}
+		}
+		for _, r := range v.Running() {
+			info := &s.jobs[r.Ref]
+			if step > info.acctFrom {
+				s.tree.charge(info.assoc, gpuUnits(&r.Spec)*step.Sub(info.acctFrom).Seconds())
+				info.acctFrom = step
+			}
+		}
+		s.lastCalc = step
+		s.nextCalc = step.Add(s.calcPeriod)
+	}
+	s.tree.recompute()
+	for j := v.PendingHead(); j != nil; j = v.NextPending(j) {
+		s.jobs[j.Ref].prio = s.priority(v, j, s.lastCalc)
+	}
+}
+
+func (s *Slurm) anyPendUsage() bool {
+	for _, u := range s.pendUsage {
+		if u != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// runLimit is the time limit of j's next (or current) run: its limit minus the
+// run time it used before suspensions.
+func (s *Slurm) runLimit(j *sim.Job) sim.Duration {
+	info := &s.jobs[j.Ref]
+	if info.limit == unlimited {
+		return unlimited
+	}
+	return max(info.limit-info.usedWall, 1)
+}
+
+func (s *Slurm) quantUp(t sim.Time) sim.Time {
+	if t == sim.Never {
+		return t
+	}
+	r := sim.Time(s.bfRes)
+	q := (t + r - 1) / r * r
+	if q < t { // overflow
+		return sim.Never
+	}
+	return q
+}
+
+// resvBlocks reports whether an advanced reservation keeps job j off node n for
+// a run over [t0, t1).
+func (s *Slurm) resvBlocks(j *sim.Job, n sim.NodeID, t0, t1 sim.Time) bool {
+	for _, ri := range s.nodeResv[n] {
+		r := s.resvs[ri]
+		if t0 < r.end && t1 > r.start && !s.resvAllows(r, j) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Slurm) resvAllows(r *resv, j *sim.Job) bool {
+	info := &s.jobs[j.Ref]
+	if r.part >= 0 && int(info.part) != r.part {
+		return false
+	}
+	if len(r.users) == 0 && len(r.acctIdx) == 0 {
+		return true // partition-only reservation
+	}
+	if r.users[j.Spec.User] {
+		return true
+	}
+	for a := s.tree.a[info.assoc].parent; a >= 0; a = s.tree.a[a].parent {
+		if slices.Contains(r.acctIdx, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// buildQueue sorts the pending jobs: suspended jobs first within a tier (they
+// resume as soon as they can), then higher partition PriorityTier, higher
+// priority, lower JobRef (job id).
+func (s *Slurm) buildQueue(v *sim.View) {
+	s.queue = s.queue[:0]
+	for j := v.PendingHead(); j != nil; j = v.NextPending(j) {
+		s.queue = append(s.queue, j)
+	}
+	slices.SortFunc(s.queue, func(a, b *sim.Job) int {
+		ia, ib := &s.jobs[a.Ref], &s.jobs[b.Ref]
+		if ta, tb := s.parts[ia.part].tier, s.parts[ib.part].tier; ta != tb {
+			return tb - ta
+		}
+		if sa, sb := a.Suspended(), b.Suspended(); sa != sb {
+			if sa {
+				return -1
+			}
+			return 1
+		}
+		if ia.prio != ib.prio {
+			if ia.prio > ib.prio {
+				return -1
+			}
+			return 1
+		}
+		return int(a.Ref - b.Ref)
+	})
+}
+
+func nextGrid(now sim.Time, iv sim.Duration) sim.Time {
+	return (now/sim.Time(iv) + 1) * sim.Time(iv)
+}
+
+// Schedule runs, in order: the priority calculation when a PriorityCalcPeriod
+// step is due, time-limit kills for jobs running past a partition default limit,
+// the main scheduler (depth-limited, or full every sched_interval) and, every
+// bf_interval, the backfill scheduler.
+func (s *Slurm) Schedule(v *sim.View, p *sim.Plan) error {
+	if err := s.init(v); err != nil {
+		return err
+	}
+	now := v.Now()
+	if s.anyWeight {
+		s.calc(v)
+	}
+	wakeLimit, err := s.enforceLimits(v, p)
+	if err != nil {
+		return err
+	}
+	s.buildQueue(v)
+	full := now >= s.nextFull
+	if full {
+		s.nextFull = nextGrid(now, s.schedInterval)
+	}
+	if err := s.mainPass(v, p, full); err != nil {
+		return err
+	}
+	if now >= s.nextBF {
+		s.nextBF = nextGrid(now, s.bfInterval)
+		if err := s.backfill(v, p); err != nil {
+			return err
+		}
+	}
+	if v.PendingCount() > 0 {
+		w := min(s.nextFull, s.nextBF)
+		if s.anyWeight {
+			w = min(w, s.nextCalc)
+		}
+		p.Wake(w)
+	}
+	if wakeLimit != sim.Never {
+		p.Wake(wakeLimit)
+	}
+	return nil
+}
+
+// enforceLimits kills running jobs without a walltime of their own once they
+// reach their partition's DefaultTime/MaxTime (the engine enforces only job
+// walltimes), and returns the next such deadline.
+func (s *Slurm) enforceLimits(v *sim.View, p *sim.Plan) (sim.Time, error) {
+	now := v.Now()
+	next := sim.Never
+	s.cands = s.cands[:0]
+	for _, r := range v.Running() {
+		info := &s.jobs[r.Ref]
+		if r.Spec.Walltime > 0 || info.limit == unlimited || v.Oracle() {
+			continue
+		}
+		dl := r.LastStart.Add(s.runLimit(r))
+		if dl <= now && r.Preemptible(now) {
+			s.cands = append(s.cands, r)
+		} else if dl > now {
+			next = min(next, dl)
+		}
+	}
+	slices.SortFunc(s.cands, func(a, b *sim.Job) int { return int(a.Ref - b.Ref) })
+	for _, r := range s.cands {
+		if err := p.AddPreempt(r.Ref, sim.PreemptKill, "TimeLimit (partition default time)"); err != nil {
+			return next, err
+		}
+	}
+	return next, nil
+}
+
+// mainPass is the main scheduler: jobs in queue order (the first
+// default_queue_depth, or all on a full pass) start where they fit; when one
+// cannot start (even by preemption), its partition is blocked and that
+// partition's nodes leave the candidate set for the rest of the pass.
+func (s *Slurm) mainPass(v *sim.View, p *sim.Plan, full bool) error {
+	now := v.Now()
+	clear(s.blockedPart)
+	clear(s.blockedNode)
+	limit := len(s.queue)
+	if !full {
+		limit = min(limit, s.depth)
+	}
+	for _, j := range s.queue[:limit] {
+		info := &s.jobs[j.Ref]
+		if info.overMax {
+			p.Wait(j.Ref, sim.ReasonQuota) // PartitionTimeLimit
+			continue
+		}
+		if s.blockedPart[info.part] {
+			p.Wait(j.Ref, sim.ReasonBlocked) // Priority
+			continue
+		}
+		pt := s.parts[info.part]
+		end := now.Add(s.runLimit(j))
+		ok := func(n sim.NodeID) bool { return !s.blockedNode[n] && !s.resvBlocks(j, n, now, end) }
+		if place(&s.ov, j, pt.nodes, ok, &s.pl) {
+			if err := p.AddStart(j.Ref, s.pl.nodes, s.pl.gpus); err != nil {
+				return err
+			}
+			continue
+		}
+		if s.ptype != preemptNone {
+			started, err := s.tryPreempt(v, p, j, pt, ok)
+			if err != nil {
+				return err
+			}
+			if started {
+				continue
+			}
+		}
+		p.Wait(j.Ref, sim.ReasonNoCapacity) // Resources
+		s.blockedPart[info.part] = true
+		for _, n := range pt.nodes {
+			s.blockedNode[n] = true
+		}
+	}
+	return nil
+}

@@ -1,0 +1,492 @@
+package slurm
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/sim"
+	. "github.com/gpusim/gpusim/sim/simtest"
+)
+
+// newSlurm builds the policy from YAML params through the registry (strict decode).
+func newSlurm(t *testing.T, params string) *Slurm {
+	t.Helper()
+	var n yaml.Node
+	if err := yaml.Unmarshal([]byte(params), &n); err != nil {
+		t.Fatal(err)
+	}
+	var node *yaml.Node
+	if len(n.Content) > 0 {
+		node = n.Content[0]
+	}
+	p, err := policies.New("slurm", node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.(*Slurm)
+}
+
+func user(s sim.JobSpec, u string) sim.JobSpec { s.User = u; return s }
+
+func wantStarts(t *testing.T, res *sim.Result, want map[string]float64) {
+	t.Helper()
+	got := Starts(res)
+	for _, id := range SortedIDs(want) {
+		if got[id] != want[id] {
+			t.Errorf("%s started at %v, want %v", id, got[id], want[id])
+		}
+	}
+	if t.Failed() {
+		t.Logf("schedule:\n%s", Schedule(res))
+	}
+}
+
+func job(res *sim.Result, id string) *sim.Job {
+	for i := range res.Jobs {
+		if string(res.Jobs[i].Spec.ID) == id {
+			return &res.Jobs[i]
+		}
+	}
+	return nil
+}
+
+// reservations returns the reserved start times (s) logged for job id before
+// time before (s).
+func reservationsBefore(res *sim.Result, id string, before float64) []float64 {
+	var out []float64
+	for _, e := range res.Log {
+		if e.Kind == sim.EvReserve && string(res.Jobs[e.Job].Spec.ID) == id && e.Time.Seconds() < before {
+			out = append(out, sim.Time(e.Value).Seconds())
+		}
+	}
+	return out
+}
+
+func reservations(res *sim.Result, id string) []float64 {
+	return reservationsBefore(res, id, math.Inf(1))
+}
+
+// All priority weights default to 0: every job has priority 1 and the queue is
+// FIFO by job id (the trace priority is not a Slurm factor). Three 8-GPU jobs on
+// one 8-GPU node run back to back in id order although j3 has the highest
+// trace priority.
+func TestDefaultWeightsFIFO(t *testing.T) {
+	s := newSlurm(t, ``)
+	res := Run(t, Nodes(1, 8), s,
+		MakeJob("j1").GPUs(8).Dur(100).Wall(100).Obj(),
+		MakeJob("j2").GPUs(8).Dur(100).Wall(100).Prio(5).Obj(),
+		MakeJob("j3").GPUs(8).Dur(100).Wall(100).Prio(9).Obj())
+	wantStarts(t, res, map[string]float64{"j1": 0, "j2": 100, "j3": 200})
+}
+
+const twoParts = `
+partitions:
+  - {name: a, nodes: n0, default: true}
+  - {name: b, nodes: "n[1]"}
+schedulerParameters: {bf_resolution: 10}
+`
+
+// Main scheduler blocking: in partition a (node n0) r1 holds 4 GPUs until 1000;
+// the 8-GPU head "big" cannot start, so the main scheduler blocks partition a and
+// "small" (2 GPUs, submitted at 10) waits although 4 GPUs are free. Only the
+// backfill cycle at t=30 starts it (its 50 s limit ends before big's reservation
+// at 1000). "other" in partition b starts at once (t=10).
+func TestMainSchedulerBlocksPartition(t *testing.T) {
+	s := newSlurm(t, twoParts)
+	res := Run(t, Nodes(2, 8), s,
+		MakeJob("a.r1").GPUs(4).Dur(1000).Wall(1000).Queue("a").Obj(),
+		MakeJob("b.big").GPUs(8).Dur(100).Wall(100).Queue("a").Obj(),
+		MakeJob("c.small").GPUs(2).Dur(50).Wall(50).At(10).Queue("a").Obj(),
+		MakeJob("d.other").GPUs(2).Dur(50).Wall(50).At(10).Queue("b").Obj())
+	wantStarts(t, res, map[string]float64{"a.r1": 0, "b.big": 1000, "c.small": 30, "d.other": 10})
+	if got := reservations(res, "b.big"); len(got) == 0 || got[0] != 1000 {
+		t.Errorf("big's reservations %v, want [1000 ...]", got)
+	}
+	if !strings.Contains(Schedule(res), "t=10 wait c.small blocked") {
+		t.Errorf("small should wait as blocked at t=10:\n%s", Schedule(res))
+	}
+}
+
+// Backfill plans with time limits, not runtimes: r1 (4 GPUs, limit 100) runs,
+// the 8-GPU head reserves the node at 100. "short" needs only 10 s but its limit
+// is 200, so [30, 230) overlaps the reservation and it is not backfilled: it gets
+// a reservation after the head (200). "short2" (limit 20) is backfilled at 30.
+func TestBackfillUsesTimeLimits(t *testing.T) {
+	s := newSlurm(t, `schedulerParameters: {bf_resolution: 10}`)
+	res := Run(t, Nodes(1, 8), s,
+		MakeJob("a.r1").GPUs(4).Dur(100).Wall(100).Obj(),
+		MakeJob("b.head").GPUs(8).Dur(100).Wall(100).Obj(),
+		MakeJob("c.short").GPUs(4).Dur(10).Wall(200).At(1).Obj(),
+		MakeJob("d.short2").GPUs(4).Dur(10).Wall(20).At(1).Obj())
+	wantStarts(t, res, map[string]float64{"a.r1": 0, "b.head": 100, "c.short": 200, "d.short2": 30})
+	if got := reservations(res, "c.short"); len(got) == 0 || got[0] != 200 {
+		t.Errorf("short's reservations %v, want [200]", got)
+	}
+}
+
+// bf_resolution rounds expected ends up: with the default 60 s, r1's end at 100
+// is planned at 120, so the head's reservation is at 120 (it still starts at 100
+// when r1 really ends).
+func TestBackfillResolution(t *testing.T) {
+	s := newSlurm(t, ``)
+	res := Run(t, Nodes(1, 8), s,
+		MakeJob("a.r1").GPUs(4).Dur(100).Wall(100).Obj(),
+		MakeJob("b.head").GPUs(8).Dur(100).Wall(100).Obj())
+	if got := reservations(res, "b.head"); len(got) != 1 || got[0] != 120 {
+		t.Errorf("head's reservations %v, want [120]", got)
+	}
+	wantStarts(t, res, map[string]float64{"b.head": 100})
+}
+
+// bf_window: two 8-GPU nodes busy until 7200 (n1 half busy); the 16-GPU head's
+// earliest start is 7200. With a 60-minute window it gets no reservation, so "x"
+// (4 GPUs, limit 10000) is backfilled on n1 at 30 and delays the head to 10030.
+// With a 180-minute window the head reserves both nodes at 7200 and x waits.
+func TestBackfillWindow(t *testing.T) {
+	jobs := []sim.JobSpec{
+		MakeJob("a.r0").GPUs(8).Dur(7200).Wall(7200).Obj(),
+		MakeJob("b.r1").GPUs(4).Dur(7200).Wall(7200).Obj(),
+		MakeJob("c.head").GPUs(8).Replicas(2).Dur(100).Wall(100).Obj(),
+		MakeJob("d.x").GPUs(4).Dur(10000).Wall(10000).At(1).Obj(),
+	}
+	t.Run("60min", func(t *testing.T) {
+		res := Run(t, Nodes(2, 8), newSlurm(t, `schedulerParameters: {bf_window: 60, bf_resolution: 10}`), jobs...)
+		// it is reserved only once 10030 comes within the window (at 6430)
+		if got := reservationsBefore(res, "c.head", 10030-3600); len(got) != 0 {
+			t.Errorf("head beyond the window got reservations %v", got)
+		}
+		wantStarts(t, res, map[string]float64{"d.x": 30, "c.head": 10030})
+	})
+	t.Run("180min", func(t *testing.T) {
+		res := Run(t, Nodes(2, 8), newSlurm(t, `schedulerParameters: {bf_window: 3h, bf_resolution: 10}`), jobs...)
+		if got := reservations(res, "c.head"); len(got) == 0 || got[0] != 7200 {
+			t.Errorf("head's reservations %v, want [7200 ...]", got)
+		}
+		wantStarts(t, res, map[string]float64{"c.head": 7200, "d.x": 7300})
+	})
+}
+
+// bf_job_part_count_reserve=1 is EASY: only the first job of the partition
+// reserves. n0 is busy until 100 (r0), n1 half busy until 150 (r1). The head
+// reserves n0 at 100; "second" (8 GPUs) would reserve n1 at 150. "late" (4 GPUs,
+// limit 200) fits now on n1's free half: conservatively (the default) it would
+// delay second's reservation and waits (second 150, late 200); with EASY second
+// has no reservation, late is backfilled at 30 and second waits until 200.
+func TestPartCountReserve(t *testing.T) {
+	jobs := []sim.JobSpec{
+		MakeJob("a.r0").GPUs(8).Dur(100).Wall(100).Obj(),
+		MakeJob("b.r1").GPUs(4).Dur(150).Wall(150).Obj(),
+		MakeJob("c.head").GPUs(8).Dur(100).Wall(100).Obj(),
+		MakeJob("d.second").GPUs(8).Dur(100).Wall(100).Obj(),
+		MakeJob("e.late").GPUs(4).Dur(200).Wall(200).At(1).Obj(),
+	}
+	cons := Run(t, Nodes(2, 8), newSlurm(t, `schedulerParameters: {bf_resolution: 10}`), jobs...)
+	wantStarts(t, cons, map[string]float64{"c.head": 100, "d.second": 150, "e.late": 200})
+	easy := Run(t, Nodes(2, 8), newSlurm(t, `schedulerParameters: {bf_resolution: 10, bf_job_part_count_reserve: 1}`), jobs...)
+	wantStarts(t, easy, map[string]float64{"c.head": 100, "d.second": 200, "e.late": 30})
+	if got := reservationsBefore(easy, "d.second", 100); len(got) != 0 {
+		t.Errorf("EASY: second got reservations %v while the head was pending", got)
+	}
+}
+
+// Fair Tree (policies.md 3.3): account A has used 100 of 110 GPU-s with equal
+// shares, so it is over-served (LF 0.55) and B under-served (LF 5.5): every user
+// of B ranks above every user of A, although a2's own LF (5) beats b1's (0.5).
+// Factors are rank / #users: b2 (unused, LF inf) 1, b1 0.75, a2 0.5, a1 0.25.
+func TestFairTreeRanks(t *testing.T) {
+	tr, err := newTree([]AccountConf{
+		{Name: "A", Users: []UserConf{{Name: "a1"}, {Name: "a2"}}},
+		{Name: "B", Users: []UserConf{{Name: "b1"}, {Name: "b2"}}},
+	}, true, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u, x := range map[string]float64{"a1": 90, "a2": 10, "b1": 10} {
+		tr.charge(tr.users[u][0], x)
+	}
+	tr.recompute()
+	want := map[string]float64{"b2": 1, "b1": 0.75, "a2": 0.5, "a1": 0.25}
+	for u, f := range want {
+		if got := tr.a[tr.users[u][0]].fs; got != f {
+			t.Errorf("%s: fair share %v, want %v", u, got, f)
+		}
+	}
+}
+
+// Fair Tree ties: accounts X and Y have equal usage and shares (equal LF), so
+// their children are merged and sorted together: x2 (LF 2.5) > y1 = y2 (LF 1,
+// tied users share a rank) > x1 (0.625). Factors 4/4, 3/4, 3/4, 1/4.
+func TestFairTreeTies(t *testing.T) {
+	tr, err := newTree([]AccountConf{
+		{Name: "X", Users: []UserConf{{Name: "x1"}, {Name: "x2"}}},
+		{Name: "Y", Users: []UserConf{{Name: "y1"}, {Name: "y2"}}},
+	}, true, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u, x := range map[string]float64{"x1": 40, "x2": 10, "y1": 25, "y2": 25} {
+		tr.charge(tr.users[u][0], x)
+	}
+	tr.recompute()
+	want := map[string]float64{"x2": 1, "y1": 0.75, "y2": 0.75, "x1": 0.25}
+	for u, f := range want {
+		if got := tr.a[tr.users[u][0]].fs; got != f {
+			t.Errorf("%s: fair share %v, want %v", u, got, f)
+		}
+	}
+}
+
+// Classic fair share F = 2^(-UE/S): shares A 1, B 1, C 2 (S = .25, .25, .5). A used
+// exactly its share (U = .25): F = 0.5; C unused: F = 1; B used .75: F = 2^-3.
+func TestClassicFairShare(t *testing.T) {
+	tr, err := newTree([]AccountConf{
+		{Name: "A", Users: []UserConf{{Name: "a"}}},
+		{Name: "B", Users: []UserConf{{Name: "b"}}},
+		{Name: "C", Shares: ptr(2), Users: []UserConf{{Name: "c"}}},
+	}, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.charge(tr.users["a"][0], 25)
+	tr.charge(tr.users["b"][0], 75)
+	tr.recompute()
+	for u, f := range map[string]float64{"a": 0.5, "b": 0.125, "c": 1} {
+		if got := tr.a[tr.users[u][0]].fs; math.Abs(got-f) > 1e-12 {
+			t.Errorf("%s: fair share %v, want %v", u, got, f)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// probe wraps the policy to record state after each scheduling point.
+type probe struct {
+	*Slurm
+	rec func(v *sim.View)
+}
+
+func (p *probe) Schedule(v *sim.View, pl *sim.Plan) error {
+	err := p.Slurm.Schedule(v, pl)
+	p.rec(v)
+	return err
+}
+
+// Usage decays with the half-life and only at PriorityCalcPeriod steps: alice's
+// 2-GPU job runs 0..300 (600 GPU-s, recorded at the step at 300). Between steps
+// (t=301, 599) nothing changes; at 600 it has decayed by 2^(-300/3600); at 3900,
+// one half-life after it was recorded, it is exactly half.
+func TestUsageDecay(t *testing.T) {
+	s := newSlurm(t, `
+priority: {weights: {fairshare: 1000}, calcPeriod: 5m, decayHalfLife: 1h}
+accounts: [{name: research, users: [{name: alice}]}]
+`)
+	got := map[float64]float64{}
+	pr := &probe{Slurm: s}
+	pr.rec = func(v *sim.View) {
+		got[v.Now().Seconds()] = s.tree.a[s.tree.users["alice"][0]].usage
+	}
+	cpu := func(id string, at float64) sim.JobSpec { return user(MakeJob(id).GPUs(0).At(at).Obj(), "probe") }
+	Run(t, Nodes(1, 8), pr,
+		user(MakeJob("a").GPUs(2).Dur(300).Wall(300).Obj(), "alice"),
+		cpu("p1", 301), cpu("p2", 599), cpu("p3", 600), cpu("p4", 3900))
+	want := map[float64]float64{301: 600, 599: 600, 600: 600 * math.Exp2(-300.0/3600), 3900: 300}
+	for at, w := range want {
+		if math.Abs(got[at]-w) > 1e-9*w {
+			t.Errorf("usage at %v = %v, want %v", at, got[at], w)
+		}
+	}
+}
+
+// With fair share weighted, the user with less recorded usage goes first: bob's
+// job is submitted after alice's second one but starts before it.
+func TestFairSharePriorityOrder(t *testing.T) {
+	s := newSlurm(t, `
+priority: {weights: {fairshare: 1000}, calcPeriod: 1m}
+accounts: [{name: lab, users: [{name: alice}, {name: bob}]}]
+`)
+	res := Run(t, Nodes(1, 8), s,
+		user(MakeJob("a1").GPUs(8).Dur(600).Wall(600).Obj(), "alice"),
+		user(MakeJob("a2").GPUs(8).Dur(100).Wall(100).At(10).Obj(), "alice"),
+		user(MakeJob("b1").GPUs(8).Dur(100).Wall(100).At(20).Obj(), "bob"))
+	wantStarts(t, res, map[string]float64{"a1": 0, "b1": 600, "a2": 700})
+}
+
+func preemptNodes() []sim.NodeSpec {
+	n := Nodes(2, 8)
+	for i := range n {
+		n[i].MemoryMiB = 1000
+	}
+	return n
+}
+
+// partition_prio preemption on two 8-GPU nodes: F fills n0, L runs on n1 from 0
+// (limit 2000, 1000 s of work). H in the higher-tier partition arrives at 50
+// and preempts L (equal tier and size: the youngest, higher job id, goes first).
+// REQUEUE: L restarts from scratch at 150 (ends 1150). CANCEL: L is killed.
+// SUSPEND: L keeps its 600 MiB on n1 while H runs (free memory 100), keeps its
+// 50 s of work and resumes on n1 at 150, ending at 1100.
+func TestPartitionPrioPreemption(t *testing.T) {
+	for _, tc := range []struct {
+		mode  string
+		state sim.JobState
+		end   float64
+	}{
+		{"REQUEUE", sim.StateCompleted, 1150},
+		{"CANCEL", sim.StateKilled, 50},
+		{"SUSPEND", sim.StateCompleted, 1100},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			s := newSlurm(t, `
+partitions:
+  - {name: low, nodes: ALL, default: true}
+  - {name: high, nodes: ALL, priorityTier: 2}
+preemptType: preempt/partition_prio
+preemptMode: `+tc.mode)
+			var memAt50 int64 = -1
+			pr := &probe{Slurm: s, rec: func(v *sim.View) {
+				if v.Now() == sim.Time(50*sim.Second) {
+					memAt50 = v.Cluster().NodeFreeMemory(1)
+				}
+			}}
+			l := MakeJob("L").GPUs(8).Dur(1000).Wall(2000).Obj()
+			l.MemoryMiB = 600
+			h := MakeJob("H").GPUs(8).Dur(100).Wall(100).At(50).Queue("high").Obj()
+			h.MemoryMiB = 300
+			res := Run(t, preemptNodes(), pr, MakeJob("F").GPUs(8).Dur(5000).Wall(5000).Obj(), l, h)
+			wantStarts(t, res, map[string]float64{"F": 0, "L": 0, "H": 50})
+			lj := job(res, "L")
+			if lj.State != tc.state || lj.End.Seconds() != tc.end || lj.Preempted != 1 {
+				t.Errorf("L: state %v end %v preempted %d; want %v %v 1\n%s", lj.State, lj.End.Seconds(), lj.Preempted, tc.state, tc.end, Schedule(res))
+			}
+			if f := job(res, "F"); f.Preempted != 0 {
+				t.Errorf("F was preempted")
+			}
+			wantMem := int64(1000 - 300)
+			if tc.mode == "SUSPEND" {
+				wantMem = 100
+			}
+			if memAt50 != wantMem {
+				t.Errorf("free memory on n1 at 50 = %d, want %d", memAt50, wantMem)
+			}
+		})
+	}
+}
+
+// preempt/qos: only QOS listed in the preemptor's preempt list are victims, and
+// the victim's QOS preemptMode applies.
+func TestQOSPreemption(t *testing.T) {
+	s := newSlurm(t, `
+qos:
+  - {name: high, priority: 100, preempt: [scavenger]}
+  - {name: scavenger, preemptMode: CANCEL}
+qosMapping: {serving: high, experiment: scavenger}
+preemptType: qos
+preemptMode: REQUEUE
+`)
+	scav := MakeJob("b.scav").GPUs(8).Dur(1000).Wall(1000).Obj()
+	scav.Class = sim.ClassExperiment
+	norm := MakeJob("a.norm").GPUs(8).Dur(1000).Wall(1000).Obj()
+	srv := MakeJob("c.srv").GPUs(8).Dur(100).Wall(100).At(10).Obj()
+	srv.Class = sim.ClassServing
+	srv2 := MakeJob("d.srv2").GPUs(8).Dur(100).Wall(100).At(20).Obj()
+	srv2.Class = sim.ClassServing
+	res := Run(t, Nodes(2, 8), s, norm, scav, srv, srv2)
+	wantStarts(t, res, map[string]float64{"a.norm": 0, "b.scav": 0, "c.srv": 10, "d.srv2": 110})
+	if j := job(res, "b.scav"); j.State != sim.StateKilled {
+		t.Errorf("scav: %v, want killed (its QOS mode CANCEL)", j.State)
+	}
+	if j := job(res, "a.norm"); j.Preempted != 0 {
+		t.Errorf("norm (QOS normal) was preempted")
+	}
+}
+
+// Advanced reservation on n1 from 100 to 480 for alice; n0 is busy. b1 (limit 50)
+// ends before the window and starts at 0; b2 (limit 100, at 60) would overlap
+// it and waits until the reservation ends at 480; alice's a1 uses the reserved
+// node at 90 (backfill, its limit ends before b2's reservation at 480).
+func TestReservationWindow(t *testing.T) {
+	s := newSlurm(t, `
+accounts: [{name: lab, users: [{name: alice}, {name: bob}]}]
+reservations:
+  - {name: maint, nodes: "n[1]", startTime: 100, endTime: 480, users: [alice]}
+schedulerParameters: {bf_resolution: 10}
+`)
+	res := Run(t, Nodes(2, 8), s,
+		user(MakeJob("a.long").GPUs(8).Dur(10000).Wall(10000).Obj(), "bob"),
+		user(MakeJob("b.b1").GPUs(8).Dur(50).Wall(50).Obj(), "bob"),
+		user(MakeJob("c.b2").GPUs(8).Dur(100).Wall(100).At(60).Obj(), "bob"),
+		user(MakeJob("d.a1").GPUs(8).Dur(100).Wall(100).At(70).Obj(), "alice"))
+	wantStarts(t, res, map[string]float64{"a.long": 0, "b.b1": 0, "c.b2": 480, "d.a1": 90})
+}
+
+// Time limits: a job without a walltime gets the partition's DefaultTime (and is
+// killed there); one above MaxTime never starts.
+func TestTimeLimits(t *testing.T) {
+	s := newSlurm(t, `partitions: [{name: p, nodes: ALL, default: true, defaultTime: 100, maxTime: 1000}]`)
+	res := Run(t, Nodes(1, 8), s,
+		MakeJob("a.nolimit").GPUs(8).Dur(500).Obj(),
+		MakeJob("b.toolong").GPUs(1).Dur(10).Wall(2000).Obj(),
+		MakeJob("c.next").GPUs(8).Dur(10).Wall(10).Obj())
+	wantStarts(t, res, map[string]float64{"a.nolimit": 0, "b.toolong": -1, "c.next": 100})
+	if j := job(res, "a.nolimit"); j.State != sim.StateKilled || j.End.Seconds() != 100 {
+		t.Errorf("nolimit: %v at %v, want killed at its default time 100", j.State, j.End.Seconds())
+	}
+}
+
+// Configuration errors name the field; a job that can never fit its partition is
+// a ConfigError naming the job and the partition.
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct{ params, want string }{
+		{`partitions: [{name: a, nodes: ALL, bogus: 1}]`, "partitions[0].bogus: unknown field"},
+		{`preemptMode: GANG`, "GANG"},
+		{`preemptType: fancy`, "preemptType"},
+		{`partitionMapping: {x: nope}`, `partitionMapping.x: unknown partition "nope"`},
+		{`qosMapping: {training: nope}`, "qosMapping.training"},
+		{`schedulerParameters: {bf_window: 50000}`, "bf_window"},
+		{`partitions: [{name: a, nodes: "h[3-1]"}]`, "partitions[0].nodes"},
+		{`reservations: [{name: r, nodes: ALL, startTime: 10, endTime: 5, users: [x]}]`, "reservations[0].endTime"},
+		{`accounts: [{name: a}, {name: a}]`, `account "a" defined twice`},
+	} {
+		var n yaml.Node
+		if err := yaml.Unmarshal([]byte(tc.params), &n); err != nil {
+			t.Fatal(err)
+		}
+		_, err := policies.New("slurm", n.Content[0])
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want it to mention %q", tc.params, err, tc.want)
+		}
+	}
+	// run-time mapping errors
+	for _, tc := range []struct {
+		params string
+		job    sim.JobSpec
+		want   string
+	}{
+		{`partitions: [{name: a, nodes: n0}]`, MakeJob("j").Queue("zz").Obj(), `job j: queue "zz" names no partition`},
+		{`partitions: [{name: a, nodes: n0, default: true}]`, MakeJob("big").GPUs(8).Replicas(2).Obj(), `job big: needs 2 x 8 GPU(s)`},
+		{`partitions: [{name: a, nodes: "x*", default: true}]`, MakeJob("j").Obj(), `"x*" matches no node`},
+	} {
+		var n yaml.Node
+		if err := yaml.Unmarshal([]byte(tc.params), &n); err != nil {
+			t.Fatal(err)
+		}
+		p, err := policies.New("slurm", n.Content[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := sim.NewEngine(sim.Config{Cluster: Cluster(t, Nodes(2, 8)), Jobs: []sim.JobSpec{tc.job}, Policy: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.Run(t.Context())
+		var ce *policies.ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want a ConfigError mentioning %q", tc.params, err, tc.want)
+		}
+	}
+}
