@@ -120,7 +120,8 @@ type tasEntry struct {
 func (k *Kueue) initTAS() error {
 	m := k.m
 	levelOf := map[string]sim.Level{}
-	for label, name := range k.p.TopologyLevelMapping {
+	for _, label := range slices.Sorted(maps.Keys(k.p.TopologyLevelMapping)) {
+		name := k.p.TopologyLevelMapping[label]
 		l, ok := levelNames[name]
 		if !ok {
 			return &policies.ConfigError{Err: fmt.Errorf("topologyLevelMapping.%s: unknown level %q (want node, nvlink, leaf, spine or cluster; aliases hostname, clique, rack, block, zone)", label, name)}

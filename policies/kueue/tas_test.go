@@ -433,3 +433,79 @@ func (p *rackChecker) Observe(v *sim.View, e sim.Event) {
 		}
 	}
 }
+
+// A ClusterQueue mixing a non-TAS flavor (a100 nodes, rack 0) and a TAS flavor
+// (h100 nodes, rack 1): workloads without a topology request skip the TAS
+// flavor (Kueue: "supports only TopologyAwareScheduling"), so the fifth 8-GPU
+// one waits for quota on a100 while h100 is idle; a workload with a request
+// (selected by its queue) skips the non-TAS flavor and lands in rack 1.
+func TestTASMixedClusterQueue(t *testing.T) {
+	m := `
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: Topology
+metadata: {name: default}
+spec:
+  levels:
+  - nodeLabel: cloud.provider.com/topology-rack
+  - nodeLabel: kubernetes.io/hostname
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: plain}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: tas}
+spec: {topologyName: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - {name: plain, resources: [{name: nvidia.com/gpu, nominalQuota: 32}]}
+    - {name: tas, resources: [{name: nvidia.com/gpu, nominalQuota: 32}]}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: q}
+spec: {clusterQueue: cq}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: tq}
+spec: {clusterQueue: cq}
+`
+	g := policies.Dur(0)
+	k, err := New(Params{Inline: m, EvictionGracePeriod: &g, FlavorModels: map[string][]string{"plain": {"a100"}, "tas": {"h100"}},
+		TopologyRequests: []TopologyRequestRule{{Queue: "tq", Required: "cloud.provider.com/topology-rack"}}}, policies.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := Nodes(8, 8)
+	for i := 0; i < 4; i++ {
+		nodes[i].GPUModel = "a100"
+	}
+	var jobs []sim.JobSpec
+	for i := 0; i < 5; i++ {
+		jobs = append(jobs, MakeJob(fmt.Sprintf("u%d", i)).Queue("q").GPUs(8).Dur(100).Obj())
+	}
+	jobs = append(jobs, MakeJob("rack").Queue("tq").GPUs(8).Replicas(2).Dur(100).Obj())
+	p := &placed{Kueue: k}
+	res := Run(t, nodes, p, jobs...)
+	st := Starts(res)
+	for i := 0; i < 4; i++ {
+		id := fmt.Sprintf("u%d", i)
+		if st[id] != 0 || !slices.Equal(p.nodes[id], []sim.NodeID{sim.NodeID(i)}) {
+			t.Errorf("%s started at %v on %v, want 0 on node %d", id, st[id], p.nodes[id], i)
+		}
+	}
+	if st["u4"] != 100 || !waits(res, "u4", 0, sim.ReasonQuota) {
+		t.Errorf("u4 started at %v, want 100 after a quota wait\n%s", st["u4"], Schedule(res))
+	}
+	if st["rack"] != 0 || !slices.Equal(p.nodes["rack"], []sim.NodeID{4, 5}) {
+		t.Errorf("rack started at %v on %v, want 0 on [4 5]\n%s", st["rack"], p.nodes["rack"], Schedule(res))
+	}
+}
