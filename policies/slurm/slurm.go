@@ -108,7 +108,7 @@ type Slurm struct {
 	inited             bool
 	initErr            error
 	jobs               []jobInfo
-	nextFull, nextBF   sim.Time
+	nextFull, nextBF   sim.Time // next periodic pass times (wake-ups)
 	nextCalc, lastCalc sim.Time
 	pendUsage          []float64 // per assoc, usage of ended runs not yet recorded
 	queue              []*sim.Job
@@ -761,15 +761,16 @@ func (s *Slurm) Schedule(v *sim.View, p *sim.Plan) error {
 		return err
 	}
 	s.buildQueue(v)
-	full := now >= s.nextFull
-	if full {
-		s.nextFull = nextGrid(now, s.schedInterval)
-	}
+	// The periodic passes run on their own clocks (multiples of sched_interval and
+	// bf_interval from the start); a grid time at which nothing was pending needs
+	// no call since its pass would have done nothing.
+	full := now%sim.Time(s.schedInterval) == 0
+	s.nextFull = nextGrid(now, s.schedInterval)
 	if err := s.mainPass(v, p, full); err != nil {
 		return err
 	}
-	if now >= s.nextBF {
-		s.nextBF = nextGrid(now, s.bfInterval)
+	s.nextBF = nextGrid(now, s.bfInterval)
+	if now%sim.Time(s.bfInterval) == 0 {
 		if err := s.backfill(v, p); err != nil {
 			return err
 		}

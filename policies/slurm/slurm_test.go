@@ -490,3 +490,5 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+func durSec(s float64) policies.Dur { return policies.Dur(sim.Seconds(s)) }
