@@ -115,7 +115,7 @@ type rawAFS struct {
 }
 
 // rawConfiguration lists every top-level field of Kueue's Configuration. The
-// yaml.Node fields are accepted and reported as not simulated.
+// yaml.Node fields are accepted (any content) and reported as not simulated.
 type rawConfiguration struct {
 	APIVersion           string          `yaml:"apiVersion"`
 	Kind                 string          `yaml:"kind"`
@@ -123,25 +123,25 @@ type rawConfiguration struct {
 	AdmissionFairSharing *rawAFS         `yaml:"admissionFairSharing"`
 	WaitForPodsReady     *rawPodsReady   `yaml:"waitForPodsReady"`
 
-	Namespace                    *yaml.Node `yaml:"namespace"`
-	ManageJobsWithoutQueueName   *yaml.Node `yaml:"manageJobsWithoutQueueName"`
-	ManagedJobsNamespaceSelector *yaml.Node `yaml:"managedJobsNamespaceSelector"`
-	InternalCertManagement       *yaml.Node `yaml:"internalCertManagement"`
-	ClientConnection             *yaml.Node `yaml:"clientConnection"`
-	Integrations                 *yaml.Node `yaml:"integrations"`
-	MultiKueue                   *yaml.Node `yaml:"multiKueue"`
-	Resources                    *yaml.Node `yaml:"resources"`
-	FeatureGates                 *yaml.Node `yaml:"featureGates"`
-	ObjectRetentionPolicies      *yaml.Node `yaml:"objectRetentionPolicies"`
-	QueueVisibility              *yaml.Node `yaml:"queueVisibility"`
-	VisibilityServer             *yaml.Node `yaml:"visibilityServer"`
-	Webhook                      *yaml.Node `yaml:"webhook"`
-	LeaderElection               *yaml.Node `yaml:"leaderElection"`
-	Metrics                      *yaml.Node `yaml:"metrics"`
-	Health                       *yaml.Node `yaml:"health"`
-	PprofBindAddress             *yaml.Node `yaml:"pprofBindAddress"`
-	Controller                   *yaml.Node `yaml:"controller"`
-	TLS                          *yaml.Node `yaml:"tls"`
+	Namespace                    yaml.Node `yaml:"namespace"`
+	ManageJobsWithoutQueueName   yaml.Node `yaml:"manageJobsWithoutQueueName"`
+	ManagedJobsNamespaceSelector yaml.Node `yaml:"managedJobsNamespaceSelector"`
+	InternalCertManagement       yaml.Node `yaml:"internalCertManagement"`
+	ClientConnection             yaml.Node `yaml:"clientConnection"`
+	Integrations                 yaml.Node `yaml:"integrations"`
+	MultiKueue                   yaml.Node `yaml:"multiKueue"`
+	Resources                    yaml.Node `yaml:"resources"`
+	FeatureGates                 yaml.Node `yaml:"featureGates"`
+	ObjectRetentionPolicies      yaml.Node `yaml:"objectRetentionPolicies"`
+	QueueVisibility              yaml.Node `yaml:"queueVisibility"`
+	VisibilityServer             yaml.Node `yaml:"visibilityServer"`
+	Webhook                      yaml.Node `yaml:"webhook"`
+	LeaderElection               yaml.Node `yaml:"leaderElection"`
+	Metrics                      yaml.Node `yaml:"metrics"`
+	Health                       yaml.Node `yaml:"health"`
+	PprofBindAddress             yaml.Node `yaml:"pprofBindAddress"`
+	Controller                   yaml.Node `yaml:"controller"`
+	TLS                          yaml.Node `yaml:"tls"`
 }
 
 // isConfiguration reports whether a YAML document is a Kueue Configuration.
@@ -305,7 +305,7 @@ func (m *Manifests) addConfiguration(file string, root *yaml.Node) error {
 	}
 
 	for _, f := range []struct {
-		n    *yaml.Node
+		n    yaml.Node
 		name string
 	}{{raw.Namespace, "namespace"}, {raw.ManageJobsWithoutQueueName, "manageJobsWithoutQueueName"},
 		{raw.ManagedJobsNamespaceSelector, "managedJobsNamespaceSelector"}, {raw.InternalCertManagement, "internalCertManagement"},
@@ -315,7 +315,7 @@ func (m *Manifests) addConfiguration(file string, root *yaml.Node) error {
 		{raw.VisibilityServer, "visibilityServer"}, {raw.Webhook, "webhook"}, {raw.LeaderElection, "leaderElection"},
 		{raw.Metrics, "metrics"}, {raw.Health, "health"}, {raw.PprofBindAddress, "pprofBindAddress"},
 		{raw.Controller, "controller"}, {raw.TLS, "tls"}} {
-		if f.n != nil {
+		if f.n.Kind != 0 {
 			m.Warnings = append(m.Warnings, fmt.Sprintf("%s: Configuration: %s is not simulated", where, f.name))
 		}
 	}

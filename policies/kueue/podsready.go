@@ -38,6 +38,11 @@ func (k *Kueue) beginPoint(v *sim.View) {
 		k.prd.cfg = k.m.Config.WaitForPodsReady
 	}
 	k.afsAdvance(k.now)
+	k.requeueDue()
+}
+
+// requeueDue returns workloads whose backoff is over to their queue.
+func (k *Kueue) requeueDue() {
 	i := 0
 	for ; i < len(k.prd.backoff) && k.prd.backoff[i].requeueAt <= k.now; i++ {
 		w := k.prd.backoff[i]
@@ -76,6 +81,7 @@ func (k *Kueue) afterPlacement(p *sim.Plan) bool {
 		k.podsReadyTimeout(p, w)
 		again = true
 	}
+	k.requeueDue() // a zero backoff requeues at once
 	return again
 }
 
