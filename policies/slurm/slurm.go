@@ -801,10 +801,13 @@ func (s *Slurm) enforceLimits(v *sim.View, p *sim.Plan) (sim.Time, error) {
 			continue
 		}
 		dl := r.LastStart.Add(s.runLimit(r))
-		if dl <= now && r.Preemptible(now) {
-			s.cands = append(s.cands, r)
-		} else if dl > now {
+		switch {
+		case dl > now:
 			next = min(next, dl)
+		case r.Preemptible(now):
+			s.cands = append(s.cands, r)
+		default:
+			next = min(next, r.ProtectedUntil()) // killed once the engine allows it
 		}
 	}
 	slices.SortFunc(s.cands, func(a, b *sim.Job) int { return int(a.Ref - b.Ref) })
