@@ -492,3 +492,102 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func durSec(s float64) policies.Dur { return policies.Dur(sim.Seconds(s)) }
+
+// Multifactor priority values, hand-computed. Weights age 1000 (maxAge 1000 s),
+// jobSize 100, partition 1000, qos 500 on 2 nodes x 8 GPUs (N = 2, G = 16);
+// partitions p1 (job factor 1) and p2 (4); QOS hi (priority 10) is the only
+// non-zero one. A filler holds every GPU so x and y stay pending.
+//   x (p1, normal, 1x8 GPUs, submitted 0) at the step at 300:
+//     1000*0.3 + 100*(1/2+8/16)/2 + 1000*1/4 + 0 = 300 + 50 + 250 = 600
+//   y (p2, hi, 2x8, submitted 100) at arrival (age 0): 0 + 100 + 1000 + 500 = 1600,
+//     at 300: 200 + 100 + 1000 + 500 = 1800
+//   x at 100 still has its value from the step at 60: 60 + 50 + 250 = 360.
+func TestPriorityFactors(t *testing.T) {
+	s := newSlurm(t, `
+partitions:
+  - {name: p1, nodes: ALL, default: true}
+  - {name: p2, nodes: ALL, priorityJobFactor: 4}
+priority: {weights: {age: 1000, jobSize: 100, partition: 1000, qos: 500}, maxAge: 1000, calcPeriod: 60}
+qos: [{name: hi, priority: 10}]
+qosMapping: {serving: hi}
+`)
+	got := map[[2]float64]int64{}
+	pr := &probe{Slurm: s, rec: func(v *sim.View) {
+		for r := range s.jobs {
+			got[[2]float64{v.Now().Seconds(), float64(r)}] = s.jobs[r].prio
+		}
+	}}
+	y := MakeJob("y").GPUs(8).Replicas(2).Dur(10).Wall(10).At(100).Queue("p2").Obj()
+	y.Class = sim.ClassServing
+	Run(t, Nodes(2, 8), pr,
+		MakeJob("a.fill").GPUs(8).Replicas(2).Dur(1000).Wall(1000).Obj(),
+		MakeJob("x").GPUs(8).Dur(10).Wall(10).Obj(), y)
+	// refs: a.fill 0, x 1, y 2
+	for _, c := range []struct {
+		at   float64
+		ref  int
+		want int64
+	}{{300, 1, 600}, {100, 2, 1600}, {300, 2, 1800}, {100, 1, 360}} {
+		if g := got[[2]float64{c.at, float64(c.ref)}]; g != c.want {
+			t.Errorf("job ref %d at %v: priority %d, want %d", c.ref, c.at, g, c.want)
+		}
+	}
+}
+
+// Victim order: by default the lowest tier goes first (L, tier 1, although M is
+// younger); with youngestFirst the most recently started job (M) goes first.
+func TestVictimOrder(t *testing.T) {
+	for _, tc := range []struct {
+		youngest bool
+		victim   string
+	}{{false, "L"}, {true, "M"}} {
+		s := newSlurm(t, `
+partitions:
+  - {name: low, nodes: ALL, default: true}
+  - {name: mid, nodes: ALL, priorityTier: 2}
+  - {name: high, nodes: ALL, priorityTier: 3}
+preemptType: partition_prio
+preemptMode: REQUEUE
+preemptParameters: {youngestFirst: `+map[bool]string{false: "false", true: "true"}[tc.youngest]+`}
+`)
+		res := Run(t, Nodes(2, 8), s,
+			MakeJob("L").GPUs(8).Dur(100).Wall(100).Obj(),
+			MakeJob("M").GPUs(8).Dur(100).Wall(100).At(10).Queue("mid").Obj(),
+			MakeJob("H").GPUs(8).Dur(100).Wall(100).At(20).Queue("high").Obj())
+		// the preemption at 20 (with youngestFirst the requeued M then preempts
+		// the lower-tier L at its next pass, as Slurm would)
+		var first string
+		for _, e := range res.Log {
+			if e.Kind == sim.EvPreempt {
+				first = string(res.Jobs[e.Job].Spec.ID)
+				if e.Time != sim.Time(20*sim.Second) {
+					t.Errorf("first preemption at %v, want 20s", e.Time)
+				}
+				break
+			}
+		}
+		if first != tc.victim {
+			t.Errorf("youngestFirst=%v: H preempted %q, want %s\n%s", tc.youngest, first, tc.victim, Schedule(res))
+		}
+	}
+}
+
+// Overlapping partitions: when "wide" (all nodes) blocks, its nodes leave the
+// candidate set, so a later job of "narrow" (n1 only, overlapping) waits for
+// backfill although n1 has room; a job of "other" (n2, not in wide) does not.
+func TestOverlappingPartitionsBlock(t *testing.T) {
+	s := newSlurm(t, `
+partitions:
+  - {name: wide, nodes: "0-1", default: true}
+  - {name: narrow, nodes: "1"}
+  - {name: other, nodes: "2"}
+schedulerParameters: {bf_resolution: 10}
+`)
+	res := Run(t, Nodes(3, 8), s,
+		MakeJob("a.r0").GPUs(8).Dur(1000).Wall(1000).Obj(),
+		MakeJob("b.r1").GPUs(4).Dur(1000).Wall(1000).Obj(),
+		MakeJob("c.wide").GPUs(8).Replicas(2).Dur(10).Wall(10).At(1).Obj(),
+		MakeJob("d.narrow").GPUs(2).Dur(10).Wall(10).At(2).Queue("narrow").Obj(),
+		MakeJob("e.other").GPUs(2).Dur(10).Wall(10).At(2).Queue("other").Obj())
+	wantStarts(t, res, map[string]float64{"c.wide": 1000, "d.narrow": 30, "e.other": 2})
+}
