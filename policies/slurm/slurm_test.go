@@ -497,11 +497,12 @@ func durSec(s float64) policies.Dur { return policies.Dur(sim.Seconds(s)) }
 // jobSize 100, partition 1000, qos 500 on 2 nodes x 8 GPUs (N = 2, G = 16);
 // partitions p1 (job factor 1) and p2 (4); QOS hi (priority 10) is the only
 // non-zero one. A filler holds every GPU so x and y stay pending.
-//   x (p1, normal, 1x8 GPUs, submitted 0) at the step at 300:
-//     1000*0.3 + 100*(1/2+8/16)/2 + 1000*1/4 + 0 = 300 + 50 + 250 = 600
-//   y (p2, hi, 2x8, submitted 100) at arrival (age 0): 0 + 100 + 1000 + 500 = 1600,
-//     at 300: 200 + 100 + 1000 + 500 = 1800
-//   x at 100 still has its value from the step at 60: 60 + 50 + 250 = 360.
+//
+//	x (p1, normal, 1x8 GPUs, submitted 0) at the step at 300:
+//	  1000*0.3 + 100*(1/2+8/16)/2 + 1000*1/4 + 0 = 300 + 50 + 250 = 600
+//	y (p2, hi, 2x8, submitted 100) at arrival (age 0): 0 + 100 + 1000 + 500 = 1600,
+//	  at 300: 200 + 100 + 1000 + 500 = 1800
+//	x at 100 still has its value from the step at 60: 60 + 50 + 250 = 360.
 func TestPriorityFactors(t *testing.T) {
 	s := newSlurm(t, `
 partitions:
