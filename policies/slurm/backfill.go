@@ -63,7 +63,7 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 			}
 			end := t.Add(lim)
 			ok := func(n sim.NodeID) bool { return !s.bfBlocked(n, t, end) && !s.resvBlocks(j, n, t, end) }
-			if place(&s.ov, j, pt.nodes, ok, &s.pl) {
+			if place(&s.ov, j, pt.nodes, ok, &s.pl, s.topo) {
 				found = t
 				break
 			}

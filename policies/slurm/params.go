@@ -53,6 +53,10 @@ type Params struct {
 	} `yaml:"preemptParameters"`
 	// Reservations are advanced reservations (scontrol create reservation).
 	Reservations []ReservationConf `yaml:"reservations"`
+	// TopologyPlugin: flat (default: nodes in index order) or tree
+	// (topology/tree over the fabric's leaf switches and spine blocks; a
+	// "topology/" prefix is accepted).
+	TopologyPlugin string `yaml:"topologyPlugin"`
 }
 
 // PartitionConf is one partition.

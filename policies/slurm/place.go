@@ -103,10 +103,10 @@ outer:
 // lowest free GPU ids first), using only nodes for which ok is true, and writes it
 // into pl. A suspended job can only resume on its own nodes (its memory is still
 // held there). Replicas of one gang may share a node and may mix GPU models the
-// job allows.
-func place(o *overlay, j *sim.Job, cand []sim.NodeID, ok func(sim.NodeID) bool, pl *placement) bool {
+// job allows. With tree non-nil (topology/tree) the job is first confined to
+// one switch (see treeDomain).
+func place(o *overlay, j *sim.Job, cand []sim.NodeID, ok func(sim.NodeID) bool, pl *placement, tree *treeSel) bool {
 	s := &j.Spec
-	c := o.c
 	pl.reset()
 	g := s.GPUsPerReplica
 	if j.Suspended() && len(j.Nodes) == int(s.Replicas) {
@@ -137,25 +137,18 @@ func place(o *overlay, j *sim.Job, cand []sim.NodeID, ok func(sim.NodeID) bool, 
 		}
 		return true
 	}
+	if tree != nil && !treeDomain(o, j, cand, ok, tree) {
+		return false
+	}
 	rem := s.Replicas
 	for _, n := range cand {
 		if rem == 0 {
 			break
 		}
-		spec := c.Node(n)
-		if g > 0 && (spec.GPUs == 0 || !s.AllowsModel(spec.GPUModel)) || !ok(n) {
+		if tree != nil && !tree.in(o.c, n) {
 			continue
 		}
-		k := int64(rem)
-		if s.CPUMilli > 0 {
-			k = min(k, o.cpuFree(n)/s.CPUMilli)
-		}
-		if s.MemoryMiB > 0 {
-			k = min(k, o.memFree(n)/s.MemoryMiB)
-		}
-		if g > 0 && !s.Fractional() {
-			k = min(k, int64(o.freeWhole(n)/g))
-		}
+		k := min(hostable(o, s, n, ok), int64(rem))
 		for ; k > 0; k-- {
 			if g > 0 && !takeGPUs(o, s, n, pl) {
 				break
@@ -165,6 +158,103 @@ func place(o *overlay, j *sim.Job, cand []sim.NodeID, ok func(sim.NodeID) bool, 
 		}
 	}
 	return rem == 0
+}
+
+// hostable is how many replicas of s node n can take in state o (0 when ok
+// rejects it or its GPU model is not allowed).
+func hostable(o *overlay, s *sim.JobSpec, n sim.NodeID, ok func(sim.NodeID) bool) int64 {
+	spec := o.c.Node(n)
+	g := s.GPUsPerReplica
+	if g > 0 && (spec.GPUs == 0 || !s.AllowsModel(spec.GPUModel)) || !ok(n) {
+		return 0
+	}
+	k := int64(s.Replicas)
+	if s.CPUMilli > 0 {
+		k = min(k, o.cpuFree(n)/s.CPUMilli)
+	}
+	if s.MemoryMiB > 0 {
+		k = min(k, o.memFree(n)/s.MemoryMiB)
+	}
+	if g > 0 && !s.Fractional() {
+		k = min(k, int64(o.freeWhole(n)/g))
+	} else if g > 0 {
+		first, end := o.c.NodeGPUs(n)
+		spare := false
+		for gpu := first; gpu < end && !spare; gpu++ {
+			spare = o.gpuUsed(gpu)+s.GPUMilli <= sim.WholeGPU
+		}
+		if !spare {
+			k = 0
+		}
+	}
+	return max(k, 0)
+}
+
+// treeSel is topology/tree's choice: the switch (leaf, or spine block) a job
+// is confined to; level 0 means no restriction.
+type treeSel struct {
+	level sim.Level // sim.LevelLeaf, sim.LevelSpine, or 0 = anywhere
+	spine int32
+	leaf  int32
+	// scratch: hostable replicas per switch
+	sums map[[2]int32]int64
+}
+
+func (t *treeSel) in(c *sim.Cluster, n sim.NodeID) bool {
+	spec := c.Node(n)
+	switch t.level {
+	case sim.LevelLeaf:
+		return spec.Spine == t.spine && spec.Leaf == t.leaf
+	case sim.LevelSpine:
+		return spec.Spine == t.spine
+	}
+	return true
+}
+
+// treeDomain implements topology/tree: the lowest-level switch whose subtree
+// can hold the whole job (a leaf switch, else a spine block), best fit (the
+// fewest hostable replicas that suffice, then the lowest switch); a job that no
+// spine block can hold may span blocks (the fabric has no modelled core switch).
+// It reports false when the job does not fit at all.
+func treeDomain(o *overlay, j *sim.Job, cand []sim.NodeID, ok func(sim.NodeID) bool, t *treeSel) bool {
+	s := &j.Spec
+	need := int64(s.Replicas)
+	var total int64
+	for _, lvl := range []sim.Level{sim.LevelLeaf, sim.LevelSpine} {
+		clear(t.sums)
+		total = 0
+		for _, n := range cand {
+			h := hostable(o, s, n, ok)
+			if h == 0 {
+				continue
+			}
+			spec := o.c.Node(n)
+			key := [2]int32{spec.Spine, spec.Leaf}
+			if lvl == sim.LevelSpine {
+				key[1] = 0
+			}
+			t.sums[key] += h
+			total += h
+		}
+		if total < need {
+			return false
+		}
+		best, bestSum := [2]int32{}, int64(-1)
+		for key, sum := range t.sums { // a minimum with a total tie-break: order-independent
+			if sum < need {
+				continue
+			}
+			if bestSum < 0 || sum < bestSum || sum == bestSum && (key[0] < best[0] || key[0] == best[0] && key[1] < best[1]) {
+				best, bestSum = key, sum
+			}
+		}
+		if bestSum >= 0 {
+			t.level, t.spine, t.leaf = lvl, best[0], best[1]
+			return true
+		}
+	}
+	t.level = 0
+	return true
 }
 
 // takeGPUs appends one replica's GPUs on node n (lowest free ids not already in

@@ -119,7 +119,7 @@ func (s *Slurm) tryPreempt(v *sim.View, p *sim.Plan, j *sim.Job, pt *partition, 
 	chosen := -1
 	for i, r := range s.cands {
 		s.ov.release(r, +1, s.victimMode(r) == modeSuspend)
-		if place(&s.ov, j, pt.nodes, ok, &s.pl) {
+		if place(&s.ov, j, pt.nodes, ok, &s.pl, s.topo) {
 			chosen = i + 1
 			break
 		}
@@ -135,7 +135,7 @@ func (s *Slurm) tryPreempt(v *sim.View, p *sim.Plan, j *sim.Job, pt *partition, 
 	for i := len(victims) - 1; i >= 0; i-- {
 		keepMem := s.victimMode(victims[i]) == modeSuspend
 		s.ov.release(victims[i], -1, keepMem)
-		if place(&s.ov, j, pt.nodes, ok, &s.pl) {
+		if place(&s.ov, j, pt.nodes, ok, &s.pl, s.topo) {
 			keep[i] = false
 		} else {
 			s.ov.release(victims[i], +1, keepMem)
@@ -151,7 +151,7 @@ func (s *Slurm) tryPreempt(v *sim.View, p *sim.Plan, j *sim.Job, pt *partition, 
 			return false, err
 		}
 	}
-	if !place(&s.ov, j, pt.nodes, ok, &s.pl) {
+	if !place(&s.ov, j, pt.nodes, ok, &s.pl, s.topo) {
 		return false, fmt.Errorf("slurm: job %s does not fit after preempting its victims (internal error)", j.Spec.ID)
 	}
 	if err := p.AddStart(j.Ref, s.pl.nodes, s.pl.gpus); err != nil {

@@ -16,7 +16,7 @@ import (
 func init() {
 	policies.Register(policies.Info{Name: "slurm",
 		Summary: "Slurm: partitions (tiers, time limits, overlapping node sets), priority/multifactor with Fair Tree or classic fair share, main scheduler with per-partition blocking, sched/backfill on time limits (bf_window, bf_resolution, bf_max_job_test, bf_job_part_count_reserve), partition_prio/qos preemption (CANCEL/REQUEUE/SUSPEND), advanced reservations.",
-		Params:  "partitions; partitionMapping; priority{weights, maxAge, calcPeriod, decayHalfLife, fairTree, favorSmall}; accounts; qos; qosMapping; schedulerParameters{sched_interval, default_queue_depth, bf_*}; preemptType; preemptMode; preemptExemptTime; reservations"},
+		Params:  "partitions; partitionMapping; priority{weights, maxAge, calcPeriod, decayHalfLife, fairTree, favorSmall}; accounts; qos; qosMapping; schedulerParameters{sched_interval, default_queue_depth, bf_*}; preemptType; preemptMode; preemptExemptTime; reservations; topologyPlugin (flat|tree)"},
 		func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
 			var p Params
 			if n != nil {
@@ -87,6 +87,7 @@ type Slurm struct {
 	tree       *assocTree
 	resvs      []*resv
 
+	topo     *treeSel // topology/tree; nil = flat
 	ptype    preemptType
 	pmode    preemptMode
 	exempt   sim.Duration
@@ -300,6 +301,13 @@ func New(p Params) (*Slurm, error) {
 	}
 	if sp.BfContinue != nil && *sp.BfContinue {
 		s.warnings = append(s.warnings, "slurm: schedulerParameters.bf_continue is read but not modelled (each backfill cycle completes at one virtual time)")
+	}
+	switch strings.TrimPrefix(strings.ToLower(strings.TrimSpace(p.TopologyPlugin)), "topology/") {
+	case "", "flat", "default", "none":
+	case "tree":
+		s.topo = &treeSel{sums: map[[2]int32]int64{}}
+	default:
+		return nil, fmt.Errorf("topologyPlugin: unknown %q (want flat or tree)", p.TopologyPlugin)
 	}
 	// preemption
 	if s.ptype, err = parsePreemptType(p.PreemptType); err != nil {
@@ -844,7 +852,7 @@ func (s *Slurm) mainPass(v *sim.View, p *sim.Plan, full bool) error {
 		pt := s.parts[info.part]
 		end := now.Add(s.runLimit(j))
 		ok := func(n sim.NodeID) bool { return !s.blockedNode[n] && !s.resvBlocks(j, n, now, end) }
-		if place(&s.ov, j, pt.nodes, ok, &s.pl) {
+		if place(&s.ov, j, pt.nodes, ok, &s.pl, s.topo) {
 			if err := p.AddStart(j.Ref, s.pl.nodes, s.pl.gpus); err != nil {
 				return err
 			}

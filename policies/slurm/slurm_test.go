@@ -445,6 +445,7 @@ func TestConfigErrors(t *testing.T) {
 		{`partitions: [{name: a, nodes: ALL, bogus: 1}]`, "partitions[0].bogus: unknown field"},
 		{`preemptMode: GANG`, "GANG"},
 		{`preemptType: fancy`, "preemptType"},
+		{`topologyPlugin: topology/block`, "topologyPlugin"},
 		{`partitionMapping: {x: nope}`, `partitionMapping.x: unknown partition "nope"`},
 		{`qosMapping: {training: nope}`, "qosMapping.training"},
 		{`schedulerParameters: {bf_window: 50000}`, "bf_window"},
@@ -591,4 +592,41 @@ schedulerParameters: {bf_resolution: 10}
 		MakeJob("d.narrow").GPUs(2).Dur(10).Wall(10).At(2).Queue("narrow").Obj(),
 		MakeJob("e.other").GPUs(2).Dur(10).Wall(10).At(2).Queue("other").Obj())
 	wantStarts(t, res, map[string]float64{"c.wide": 1000, "d.narrow": 30, "e.other": 2})
+}
+
+// topology/tree on 8 nodes in two leaf switches (n0-n3, n4-n7). Seven 8-GPU
+// fillers take n0..n6; two of them (on n2, n3) end at 10, so at 20 n2, n3 (leaf
+// 0) and n7 (leaf 1) are free. Flat placement is first fit: the 1-node job takes
+// n2 and the 2-node gang then spans the leaves (n3 + n7). With tree the 1-node
+// job goes best fit to the leaf with the fewest free nodes that suffice (leaf
+// 1: n7) and the gang stays inside leaf 0 (n2 + n3).
+func TestTopologyTree(t *testing.T) {
+	fill := func(ids ...string) []sim.JobSpec {
+		var out []sim.JobSpec
+		for _, id := range ids {
+			out = append(out, MakeJob("a."+id).GPUs(8).Dur(1000).Wall(1000).Obj())
+		}
+		return out
+	}
+	nodesOf := func(res *sim.Result, id string) []sim.NodeID { return job(res, id).Nodes }
+	jobs := fill("f0", "f1", "f2", "f3", "f4", "f5", "f6")
+	jobs[2].Duration, jobs[2].Walltime = 10*sim.Second, 10*sim.Second
+	jobs[3].Duration, jobs[3].Walltime = 10*sim.Second, 10*sim.Second
+	jobs = append(jobs,
+		MakeJob("b.single").GPUs(8).Dur(100).Wall(100).At(20).Obj(),
+		MakeJob("c.gang").GPUs(8).Replicas(2).Dur(100).Wall(100).At(20).Obj())
+	flat := Run(t, Nodes(8, 8), newSlurm(t, ``), jobs...)
+	tree := Run(t, Nodes(8, 8), newSlurm(t, `topologyPlugin: topology/tree`), jobs...)
+	if got := nodesOf(flat, "b.single"); len(got) != 1 || got[0] != 2 {
+		t.Errorf("flat: single on %v, want [2]\n%s", got, Schedule(flat))
+	}
+	if got := nodesOf(tree, "b.single"); len(got) != 1 || got[0] != 7 {
+		t.Errorf("tree: single on %v, want [7] (best-fit leaf 1)\n%s", got, Schedule(tree))
+	}
+	if got := nodesOf(tree, "c.gang"); len(got) != 2 || got[0] != 2 || got[1] != 3 {
+		t.Errorf("tree: gang on %v, want [2 3] (inside leaf 0)", got)
+	}
+	if got := nodesOf(flat, "c.gang"); len(got) != 2 || got[0] != 3 || got[1] != 7 {
+		t.Errorf("flat: gang on %v, want [3 7] (spanning leaves)", got)
+	}
 }
