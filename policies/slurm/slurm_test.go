@@ -348,9 +348,13 @@ partitions:
 preemptType: preempt/partition_prio
 preemptMode: `+tc.mode)
 			var memAt50 int64 = -1
+			var lNodes []sim.NodeID // L's node at each scheduling point where it runs
 			pr := &probe{Slurm: s, rec: func(v *sim.View) {
 				if v.Now() == sim.Time(50*sim.Second) {
 					memAt50 = v.Cluster().NodeFreeMemory(1)
+				}
+				if l := v.Job(1); l.State == sim.StateRunning { // refs: F 0, L 1, H 2
+					lNodes = append(lNodes, l.Nodes[0])
 				}
 			}}
 			l := MakeJob("L").GPUs(8).Dur(1000).Wall(2000).Obj()
@@ -372,6 +376,14 @@ preemptMode: `+tc.mode)
 			}
 			if memAt50 != wantMem {
 				t.Errorf("free memory on n1 at 50 = %d, want %d", memAt50, wantMem)
+			}
+			for _, n := range lNodes {
+				if tc.mode == "SUSPEND" && n != 1 {
+					t.Errorf("L ran on node %d, want always n1", n)
+				}
+			}
+			if tc.mode != "CANCEL" && (len(lNodes) < 2 || lNodes[len(lNodes)-1] != 1) {
+				t.Errorf("L should run on n1 before and after the preemption: %v", lNodes)
 			}
 		})
 	}
