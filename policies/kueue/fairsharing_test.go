@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/sim"
 	. "github.com/gpusim/gpusim/sim/simtest"
 )
@@ -228,5 +229,54 @@ func TestFairPreemptionAlmostLCA(t *testing.T) {
 	}
 	if fmt.Sprint(victims) != "[y08 y09 y10 y11]" {
 		t.Errorf("victims %v, want [y08 y09 y10 y11]", victims)
+	}
+}
+
+// The Kueue documentation's fair-sharing, Admission Fair Sharing and
+// waitForPodsReady setups load with their features simulated (no "ignored"
+// warning) and run a mixed workload to completion.
+func TestFairSharingExamplesSimulated(t *testing.T) {
+	for _, tc := range []struct {
+		file, lq   string
+		fair, afs  bool
+		podsReady  bool
+		blockAdmit bool
+	}{
+		{"../../examples/kueue/fair-sharing.yaml", "vision", true, false, false, false},
+		{"testdata/fair-sharing.yaml", "team-a/lq", true, false, false, false},
+		{"testdata/admission-fair-sharing.yaml", "team-a/team-a-queue", false, true, false, false},
+		{"testdata/wait-for-pods-ready.yaml", "user-queue", false, false, true, true},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			p := Params{Manifests: tc.file}
+			p.QueueMapping.Default = tc.lq
+			p.QueueMapping.Map = map[string]string{"b": "team-b/lq", "nlp": "nlp", "tb": "team-b/team-b-queue"}
+			k, err := New(p, policies.Env{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range k.Warnings() {
+				if strings.Contains(w, "ignored") || strings.Contains(w, "Configuration") {
+					t.Errorf("unexpected warning %q", w)
+				}
+			}
+			if k.fairOn() != tc.fair || k.afsOn() != tc.afs || (k.m.Config.WaitForPodsReady != nil) != tc.podsReady {
+				t.Errorf("fair %v afs %v podsReady %v", k.fairOn(), k.afsOn(), k.m.Config.WaitForPodsReady != nil)
+			}
+			if pr := k.m.Config.WaitForPodsReady; tc.podsReady && (pr == nil || pr.BlockAdmission != tc.blockAdmit) {
+				t.Errorf("waitForPodsReady %+v", pr)
+			}
+			var jobs []sim.JobSpec
+			queues := []string{"", "b", "nlp", "tb"}
+			for i := 0; i < 40; i++ {
+				jobs = append(jobs, MakeJob(fmt.Sprintf("j%02d", i)).Queue(queues[i%4]).GPUs(int32(1<<(i%4))).At(float64(i)).Dur(100).CPU(4000).Obj())
+			}
+			res := Run(t, Nodes(4, 8), k, jobs...)
+			for i := range res.Jobs {
+				if res.Jobs[i].State != sim.StateCompleted {
+					t.Fatalf("job %s ended %s", res.Jobs[i].Spec.ID, res.Jobs[i].State)
+				}
+			}
+		})
 	}
 }

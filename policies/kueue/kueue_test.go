@@ -179,8 +179,8 @@ func TestDocExamplesLoadAndRun(t *testing.T) {
 	}{
 		{"single-clusterqueue.yaml", "user-queue", ""},
 		{"cohort-borrowing.yaml", "team-a/lq", ""},
-		{"fair-sharing.yaml", "vision", "fairSharing"},
-		{"tas.yaml", "tas-user-queue", ""}, // TAS is simulated (tas_test.go)
+		{"fair-sharing.yaml", "vision", ""}, // simulated: see TestFairSharingExamplesSimulated
+		{"tas.yaml", "tas-user-queue", ""},  // TAS is simulated (tas_test.go)
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			p := Params{Manifests: "../../examples/kueue/" + tc.file}
