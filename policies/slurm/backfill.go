@@ -16,6 +16,7 @@ import (
 // bf_job_part_count_reserve deny it one. Jobs beyond the window get none.
 func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 	now := v.Now()
+	c := v.Cluster()
 	horizon := now.Add(s.bfWindow)
 	// reset the reservation map
 	for _, n := range s.resTouched {
@@ -56,10 +57,33 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 		found := sim.Never
 		s.ov.clear()
 		ri := 0
+		// An upper bound on the whole GPUs the partition can offer at t (free now
+		// plus released by then) skips placement attempts that cannot succeed.
+		need := int64(0)
+		if j.Spec.GPUsPerReplica > 0 && !j.Spec.Fractional() {
+			need = int64(j.Spec.TotalGPUs())
+		}
+		var ub int64
+		if need > 0 {
+			for _, n := range pt.nodes {
+				ub += int64(c.NodeFreeGPUs(n))
+			}
+		}
 		for _, t := range s.times {
 			for ri < len(s.runs) && s.runs[ri].end <= t {
-				s.ov.release(s.runs[ri].j, +1, false)
+				r := s.runs[ri].j
+				s.ov.release(r, +1, false)
+				if need > 0 {
+					for _, n := range r.Nodes {
+						if pt.mask[n] {
+							ub += int64(max(r.Spec.GPUsPerReplica, 1))
+						}
+					}
+				}
 				ri++
+			}
+			if ub < need {
+				continue
 			}
 			end := t.Add(lim)
 			ok := func(n sim.NodeID) bool { return !s.bfBlocked(n, t, end) && !s.resvBlocks(j, n, t, end) }
