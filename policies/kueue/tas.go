@@ -99,11 +99,13 @@ type tasState struct {
 	tasOnly  map[*clusterQueue]bool
 	tasCQs   []*clusterQueue // ClusterQueues with at least one TAS flavor
 	rules    []tasRule
-	frFlavor []int // flavor index of each flavor-resource pair
+	ruleOf   []int32 // per job ref: 1 + index of its rule, len(rules)+1 = none, 0 = not computed
+	frFlavor []int   // flavor index of each flavor-resource pair
 	placer   policies.TASPlacer
 	base     *sim.Cluster // the live cluster
 	empty    *sim.Cluster // an empty copy of base (Kueue's simulateEmpty)
-	whatIf   *sim.Cluster // a copy of base during a preemption simulation
+	inSim    bool         // a preemption simulation is running
+	whatIf   *sim.Cluster // its copy of base, made at the first candidate released
 	tmp      sim.Job
 }
 
@@ -251,15 +253,28 @@ func (k *Kueue) initTAS() error {
 	return nil
 }
 
-// tasRule returns the first rule matching w (nil: no explicit request).
+// tasRule returns the first rule matching w (nil: no explicit request); a job's
+// class, queue and ClusterQueue do not change, so the answer is cached.
 func (k *Kueue) tasRule(w *workload) *tasRule {
-	s := &w.job.Spec
-	for i := range k.tas.rules {
-		r := &k.tas.rules[i]
-		if r.class != "" && r.class != string(orClass(s.Class)) || r.queue != "" && r.queue != s.Queue || r.cq != "" && r.cq != w.cq.name {
-			continue
+	t := k.tas
+	ref := int(w.job.Ref)
+	if ref >= len(t.ruleOf) {
+		t.ruleOf = append(t.ruleOf, make([]int32, ref+1-len(t.ruleOf))...)
+	}
+	if t.ruleOf[ref] == 0 {
+		t.ruleOf[ref] = int32(len(t.rules)) + 1
+		s := &w.job.Spec
+		for i := range t.rules {
+			r := &t.rules[i]
+			if r.class != "" && r.class != string(orClass(s.Class)) || r.queue != "" && r.queue != s.Queue || r.cq != "" && r.cq != w.cq.name {
+				continue
+			}
+			t.ruleOf[ref] = int32(i) + 1
+			break
 		}
-		return r
+	}
+	if i := int(t.ruleOf[ref]) - 1; i < len(t.rules) {
+		return &t.rules[i]
 	}
 	return nil
 }
@@ -440,29 +455,41 @@ func (k *Kueue) fitsEntry(e *entry, allowBorrow bool) bool {
 	if !k.fits(e.w.cq, e.assign, allowBorrow) {
 		return false
 	}
-	if e.tas == nil || k.tas.whatIf == nil {
+	if e.tas == nil || !k.tas.inSim {
 		return true
 	}
-	return k.tasPlace(k.tas.whatIf, e)
+	c := k.tas.whatIf
+	if c == nil {
+		c = k.tas.base // nothing released yet
+	}
+	return k.tasPlace(c, e)
 }
 
-// tasWhatIf starts a preemption simulation for e (a copy of the live cluster on
-// which take releases and re-adds candidates) and returns its end.
+// tasWhatIf starts a preemption simulation for e and returns its end. The copy
+// of the live cluster on which take releases and re-adds candidates is made at
+// the first release (most simulations end before: no candidates).
 func (k *Kueue) tasWhatIf(e *entry) func() {
 	if e.tas == nil || k.tas == nil || k.tas.base == nil {
 		return func() {}
 	}
-	k.tas.whatIf = k.tas.base.Clone()
-	return func() { k.tas.whatIf = nil }
+	k.tas.inSim, k.tas.whatIf = true, nil
+	return func() { k.tas.inSim, k.tas.whatIf = false, nil }
 }
 
 // tasTake mirrors take on the what-if cluster: a running candidate's replicas
 // are released (sign -1) or allocated again (+1).
 func (k *Kueue) tasTake(x *workload, sign int64) {
-	if k.tas == nil || k.tas.whatIf == nil || x.job.State != sim.StateRunning {
+	t := k.tas
+	if t == nil || !t.inSim || x.job.State != sim.StateRunning {
 		return
 	}
-	c, s := k.tas.whatIf, &x.job.Spec
+	if t.whatIf == nil {
+		if sign > 0 {
+			return // nothing was released
+		}
+		t.whatIf = t.base.Clone()
+	}
+	c, s := t.whatIf, &x.job.Spec
 	g := s.GPUsPerReplica
 	for r, n := range x.job.Nodes {
 		gpus := x.job.GPUs[int32(r)*g : int32(r+1)*g]
