@@ -102,10 +102,10 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 			i, _ := slices.BinarySearchFunc(s.runs, re, cmpRunEnd)
 			s.runs = slices.Insert(s.runs, i, re)
 			s.addTime(re.end, horizon)
-		case found == sim.Never:
-			p.Wait(j.Ref, sim.ReasonNoCapacity) // beyond bf_window: no reservation
+		case found == sim.Never: // beyond bf_window: no reservation
+			p.Wait(j.Ref, s.waitReason(j, pt, now, lim))
 		case info.prio < s.minPrioReserve || s.partReserve > 0 && s.partRes[info.part] >= s.partReserve:
-			p.Wait(j.Ref, sim.ReasonNoCapacity)
+			p.Wait(j.Ref, s.waitReason(j, pt, now, lim))
 		default:
 			s.partRes[info.part]++
 			rend := s.quantUp(found.Add(lim))
@@ -118,10 +118,22 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 			}
 			s.addTime(rend, horizon)
 			p.Reserve(j.Ref, found)
-			p.Wait(j.Ref, sim.ReasonNoCapacity)
+			p.Wait(j.Ref, s.waitReason(j, pt, now, lim))
 		}
 	}
 	return nil
+}
+
+// waitReason explains why backfill left j pending: "reservation" when it would
+// fit now but for the reservations of jobs ahead of it (starting it would delay
+// them), else "no-capacity".
+func (s *Slurm) waitReason(j *sim.Job, pt *partition, now sim.Time, lim sim.Duration) sim.Reason {
+	end := now.Add(lim)
+	ok := func(n sim.NodeID) bool { return !s.resvBlocks(j, n, now, end) }
+	if place(&s.ov, j, pt.nodes, ok, &s.plWhy, s.topo) {
+		return sim.ReasonReservation
+	}
+	return sim.ReasonNoCapacity
 }
 
 func cmpRunEnd(a, b runEnd) int {

@@ -115,6 +115,7 @@ type Slurm struct {
 	queue              []*sim.Job
 	ov                 overlay
 	pl                 placement
+	plWhy              placement // scratch for wait reasons
 	blockedPart        []bool
 	blockedNode        []bool
 	nodeRes            [][]interval // backfill reservations per node

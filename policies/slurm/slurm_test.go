@@ -127,6 +127,10 @@ func TestBackfillUsesTimeLimits(t *testing.T) {
 	if got := reservations(res, "c.short"); len(got) == 0 || got[0] != 200 {
 		t.Errorf("short's reservations %v, want [200]", got)
 	}
+	// it fits now but would delay the head: wait reason "reservation"
+	if !strings.Contains(Schedule(res), "t=30 wait c.short reservation") {
+		t.Errorf("short should wait for the head's reservation at 30:\n%s", Schedule(res))
+	}
 }
 
 // bf_resolution rounds expected ends up: with the default 60 s, r1's end at 100
