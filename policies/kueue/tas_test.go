@@ -509,3 +509,75 @@ spec: {clusterQueue: cq}
 		t.Errorf("rack started at %v on %v, want 0 on [4 5]\n%s", st["rack"], p.nodes["rack"], Schedule(res))
 	}
 }
+
+// NVLink cliques spanning nodes (GB200 NVL72 style: nvidia.com/gpu.clique maps
+// to the nvlink level): 4 nodes x 4 GPUs, cliques {0,1} and {2,3}, one rack.
+// Fillers hold every node at t=0; nodes 1 and 3 free up at t=100 (one per
+// clique), node 2 at t=300. A 2 x 4 gang arriving at t=50 that requires one
+// clique starts at t=300 on nodes 2 and 3; one that prefers a clique falls
+// back to the rack at t=100 (nodes 1 and 3).
+func TestTASNVLinkClique(t *testing.T) {
+	m := `
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: Topology
+metadata: {name: nvl}
+spec:
+  levels:
+  - nodeLabel: cloud.provider.com/topology-rack
+  - nodeLabel: nvidia.com/gpu.clique
+  - nodeLabel: kubernetes.io/hostname
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: gb200}
+spec: {topologyName: nvl}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: gb200, resources: [{name: nvidia.com/gpu, nominalQuota: 16}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: q}
+spec: {clusterQueue: cq}
+`
+	for _, tc := range []struct {
+		rule  TopologyRequestRule
+		start float64
+		nodes []sim.NodeID
+	}{
+		{TopologyRequestRule{Class: "training", Required: "nvidia.com/gpu.clique"}, 300, []sim.NodeID{2, 3}},
+		{TopologyRequestRule{Class: "training", Preferred: "nvidia.com/gpu.clique"}, 100, []sim.NodeID{1, 3}},
+	} {
+		name := "required"
+		if tc.rule.Preferred != "" {
+			name = "preferred"
+		}
+		t.Run(name, func(t *testing.T) {
+			g := policies.Dur(0)
+			k, err := New(Params{Inline: m, EvictionGracePeriod: &g, TopologyRequests: []TopologyRequestRule{tc.rule}}, policies.Env{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			nodes := Nodes(4, 4)
+			for i := range nodes {
+				nodes[i].NVLinkDomain = int32(1 + i/2)
+			}
+			var jobs []sim.JobSpec
+			for i, d := range []float64{1000, 100, 300, 100} {
+				jobs = append(jobs, MakeJob(fmt.Sprintf("f%d", i)).Queue("q").GPUs(4).Dur(d).Obj())
+			}
+			gang := MakeJob("gang").Queue("q").GPUs(4).Replicas(2).At(50).Dur(10).Obj()
+			gang.Class = sim.ClassTraining
+			p := &placed{Kueue: k}
+			res := Run(t, nodes, p, append(jobs, gang)...)
+			if st := Starts(res); st["gang"] != tc.start || !slices.Equal(p.nodes["gang"], tc.nodes) {
+				t.Fatalf("gang started at %v on %v, want %v on %v\n%s", st["gang"], p.nodes["gang"], tc.start, tc.nodes, Schedule(res))
+			}
+		})
+	}
+}
