@@ -424,20 +424,38 @@ preemptMode: REQUEUE
 // Advanced reservation on n1 from 100 to 480 for alice; n0 is busy. b1 (limit 50)
 // ends before the window and starts at 0; b2 (limit 100, at 60) would overlap
 // it and waits until the reservation ends at 480; alice's a1 uses the reserved
-// node at 90 (backfill, its limit ends before b2's reservation at 480).
+// node at 90 (backfill, its limit ends before b2's reservation at 480). Alice is
+// allowed by name, through her account labA, or through labA's parent org.
 func TestReservationWindow(t *testing.T) {
-	s := newSlurm(t, `
-accounts: [{name: lab, users: [{name: alice}, {name: bob}]}]
+	for _, who := range []string{"users: [alice]", "accounts: [labA]", "accounts: [org]"} {
+		t.Run(who, func(t *testing.T) {
+			s := newSlurm(t, `
+accounts:
+  - {name: org, accounts: [{name: labA, users: [{name: alice}]}]}
+  - {name: labB, users: [{name: bob}]}
 reservations:
-  - {name: maint, nodes: "n[1]", startTime: 100, endTime: 480, users: [alice]}
+  - {name: maint, nodes: "n[1]", startTime: 100, endTime: 480, `+who+`}
 schedulerParameters: {bf_resolution: 10}
 `)
-	res := Run(t, Nodes(2, 8), s,
-		user(MakeJob("a.long").GPUs(8).Dur(10000).Wall(10000).Obj(), "bob"),
-		user(MakeJob("b.b1").GPUs(8).Dur(50).Wall(50).Obj(), "bob"),
-		user(MakeJob("c.b2").GPUs(8).Dur(100).Wall(100).At(60).Obj(), "bob"),
-		user(MakeJob("d.a1").GPUs(8).Dur(100).Wall(100).At(70).Obj(), "alice"))
-	wantStarts(t, res, map[string]float64{"a.long": 0, "b.b1": 0, "c.b2": 480, "d.a1": 90})
+			res := Run(t, Nodes(2, 8), s,
+				user(MakeJob("a.long").GPUs(8).Dur(10000).Wall(10000).Obj(), "bob"),
+				user(MakeJob("b.b1").GPUs(8).Dur(50).Wall(50).Obj(), "bob"),
+				user(MakeJob("c.b2").GPUs(8).Dur(100).Wall(100).At(60).Obj(), "bob"),
+				user(MakeJob("d.a1").GPUs(8).Dur(100).Wall(100).At(70).Obj(), "alice"))
+			wantStarts(t, res, map[string]float64{"a.long": 0, "b.b1": 0, "c.b2": 480, "d.a1": 90})
+		})
+	}
+}
+
+// bf_continue is read but not modelled: the policy says so.
+func TestWarnings(t *testing.T) {
+	s := newSlurm(t, `schedulerParameters: {bf_continue: true}`)
+	if w := s.Warnings(); len(w) != 1 || !strings.Contains(w[0], "bf_continue") {
+		t.Errorf("warnings %v", w)
+	}
+	if w := newSlurm(t, ``).Warnings(); len(w) != 0 {
+		t.Errorf("default config warns: %v", w)
+	}
 }
 
 // Time limits: a job without a walltime gets the partition's DefaultTime (and is
