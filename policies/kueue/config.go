@@ -376,12 +376,12 @@ func (m *Manifests) checkFairSharingFields(add func(where, format string, args .
 	for _, name := range slices.Sorted(maps.Keys(m.ClusterQueues)) {
 		s := m.ClusterQueues[name]
 		where := m.sources["ClusterQueue/"+name]
-		weight(where, "ClusterQueue "+name, s.FairSharing, fsOn, noFS)
+		weight(where, fmt.Sprintf("ClusterQueue %q", name), s.FairSharing, fsOn, noFS)
 		if sc := s.AdmissionScope; sc != nil {
 			switch sc.AdmissionMode {
 			case "UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing":
 			default:
-				add(where, "ClusterQueue %s: admissionScope.admissionMode %q (want UsageBasedAdmissionFairSharing or NoAdmissionFairSharing)", name, sc.AdmissionMode)
+				add(where, "ClusterQueue %q: admissionScope.admissionMode %q (want UsageBasedAdmissionFairSharing or NoAdmissionFairSharing)", name, sc.AdmissionMode)
 			}
 			if sc.AdmissionMode == "UsageBasedAdmissionFairSharing" && !afsOn {
 				m.Warnings = append(m.Warnings, fmt.Sprintf("%s: ClusterQueue %q: admissionScope is ignored: no Kueue Configuration with admissionFairSharing in the manifests", where, name))
@@ -389,10 +389,10 @@ func (m *Manifests) checkFairSharingFields(add func(where, format string, args .
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(m.Cohorts)) {
-		weight(m.sources["Cohort/"+name], "Cohort "+name, m.Cohorts[name].FairSharing, fsOn, noFS)
+		weight(m.sources["Cohort/"+name], fmt.Sprintf("Cohort %q", name), m.Cohorts[name].FairSharing, fsOn, noFS)
 	}
 	for _, key := range slices.Sorted(maps.Keys(m.LocalQueues)) {
-		weight("LocalQueue "+key, "LocalQueue "+key, m.LocalQueues[key].FairSharing, afsOn,
+		weight(fmt.Sprintf("LocalQueue %q", key), fmt.Sprintf("LocalQueue %q", key), m.LocalQueues[key].FairSharing, afsOn,
 			"LocalQueue weights are used only by Admission Fair Sharing, which no Kueue Configuration turns on")
 	}
 }

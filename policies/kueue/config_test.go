@@ -120,7 +120,7 @@ func TestConfigurationErrorsAndWarnings(t *testing.T) {
 		{"apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nadmissionFairSharing: {usageHalfLifeTime: 1h, resourceWeights: {cpu: -1}}\n", "resourceWeights.cpu: -1 must be"},
 		{"apiVersion: config.kueue.x-k8s.io/v1alpha9\nkind: Configuration\n", `apiVersion "config.kueue.x-k8s.io/v1alpha9"`},
 		{"apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n---\napiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n", "duplicate Configuration"},
-		{"apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: c}\nspec: {fairSharing: {weight: heavy}}\n", `Cohort c: fairSharing.weight: invalid weight "heavy"`},
+		{"apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: c}\nspec: {fairSharing: {weight: heavy}}\n", `Cohort "c": fairSharing.weight: invalid weight "heavy"`},
 		{"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: cq2}\nspec: {admissionScope: {admissionMode: Fair}}\n", `admissionScope.admissionMode "Fair"`},
 	} {
 		_, err := ParseManifests("m.yaml", []byte(oneQueue+"---\n"+tc.yaml))
@@ -148,7 +148,7 @@ spec:
 	}
 	ws := strings.Join(m.Warnings, "\n")
 	for _, want := range []string{"namespace is not simulated", "integrations is not simulated", "featureGates", "fairSharing.enable is false",
-		`ClusterQueue cq2: fairSharing is ignored`, `ClusterQueue "cq2": admissionScope is ignored`} {
+		`ClusterQueue "cq2": fairSharing is ignored`, `ClusterQueue "cq2": admissionScope is ignored`} {
 		if !strings.Contains(ws, want) {
 			t.Errorf("want a warning containing %q in\n%s", want, ws)
 		}
