@@ -146,10 +146,18 @@ func (k *Kueue) initTAS() error {
 		}
 		return 0, false
 	}
+	used := map[string]bool{}
+	for _, f := range m.Flavors {
+		used[f.TopologyName] = true
+	}
 	topos := map[string]*tasTopology{}
 	for _, name := range slices.Sorted(maps.Keys(m.Topologies)) {
 		spec := m.Topologies[name]
 		where := m.sources["Topology/"+name]
+		if !used[name] {
+			m.Warnings = append(m.Warnings, fmt.Sprintf("%s: Topology %q: no ResourceFlavor names it in topologyName; ignored", where, name))
+			continue
+		}
 		t := &tasTopology{name: name}
 		if len(spec.Levels) == 0 {
 			return &policies.ConfigError{Err: fmt.Errorf("manifests: %s: Topology %q: spec.levels: at least one level is required", where, name)}

@@ -332,6 +332,7 @@ spec:
 	}{
 		{"unknown label", topo("example.com/pod", "kubernetes.io/hostname") + strings.Replace(rest, "TOPO", "t", 1), nil, nil,
 			`inline:1: Topology "t": spec.levels[0].nodeLabel "example.com/pod" has no gpusim level`},
+		{"unused topology", topo("example.com/pod") + strings.Replace(rest, "spec: {topologyName: TOPO}\n", "", 1), nil, nil, ""},
 		{"mapped label", topo("example.com/pod", "kubernetes.io/hostname") + strings.Replace(rest, "TOPO", "t", 1), map[string]string{"example.com/pod": "spine"}, nil, ""},
 		{"bad mapping", topo("kubernetes.io/hostname") + strings.Replace(rest, "TOPO", "t", 1), map[string]string{"example.com/pod": "pcie"}, nil,
 			`topologyLevelMapping.example.com/pod: unknown level "pcie"`},
@@ -349,10 +350,13 @@ spec:
 			[]TopologyRequestRule{{ClusterQueue: "nope", Unconstrained: true}}, `topologyRequests[0].clusterQueue: ClusterQueue "nope" not found`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(Params{Inline: tc.manifests, TopologyLevelMapping: tc.mapping, TopologyRequests: tc.rules}, policies.Env{})
+			k, err := New(Params{Inline: tc.manifests, TopologyLevelMapping: tc.mapping, TopologyRequests: tc.rules}, policies.Env{})
 			if tc.want == "" {
 				if err != nil {
 					t.Fatal(err)
+				}
+				if ws := strings.Join(k.Warnings(), "\n"); (tc.name == "unused topology") != strings.Contains(ws, `Topology "t": no ResourceFlavor names it`) {
+					t.Errorf("warnings %q", ws)
 				}
 				return
 			}
