@@ -869,6 +869,15 @@ func (s *Slurm) mainPass(v *sim.View, p *sim.Plan, full bool) error {
 			}
 		}
 		p.Wait(j.Ref, sim.ReasonNoCapacity) // Resources
+		if j.Suspended() {
+			// A suspended job is not in Slurm's pending queue: it does not block
+			// its partition, but its nodes stay out of this pass (its resources
+			// are still its own).
+			for _, n := range j.Nodes {
+				s.blockedNode[n] = true
+			}
+			continue
+		}
 		s.blockedPart[info.part] = true
 		for _, n := range pt.nodes {
 			s.blockedNode[n] = true

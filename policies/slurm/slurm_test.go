@@ -664,3 +664,27 @@ func TestTopologyTree(t *testing.T) {
 		t.Errorf("flat: gang on %v, want [3 7] (spanning leaves)", got)
 	}
 }
+
+// A suspended job that cannot resume yet does not block its partition (it is not
+// in Slurm's pending queue): H suspends L on n1 at 50; when G frees n2 at 100 the
+// main scheduler starts Q there at once (not at the next backfill cycle, 120),
+// and L resumes on n1 when H ends at 150.
+func TestSuspendedDoesNotBlock(t *testing.T) {
+	s := newSlurm(t, `
+partitions:
+  - {name: low, nodes: ALL, default: true}
+  - {name: high, nodes: ALL, priorityTier: 2}
+preemptType: partition_prio
+preemptMode: SUSPEND
+`)
+	res := Run(t, Nodes(3, 8), s,
+		MakeJob("F").GPUs(8).Dur(5000).Wall(5000).Obj(),
+		MakeJob("G").GPUs(8).Dur(100).Wall(100).Obj(),
+		MakeJob("L").GPUs(8).Dur(1000).Wall(2000).Obj(),
+		MakeJob("H").GPUs(8).Dur(100).Wall(100).At(50).Queue("high").Obj(),
+		MakeJob("Q").GPUs(8).Dur(50).Wall(50).At(60).Obj())
+	wantStarts(t, res, map[string]float64{"F": 0, "G": 0, "L": 0, "H": 50, "Q": 100})
+	if l := job(res, "L"); l.End.Seconds() != 1100 || l.Preempted != 1 {
+		t.Errorf("L ended at %v after %d preemptions, want 1100 and 1\n%s", l.End.Seconds(), l.Preempted, Schedule(res))
+	}
+}
