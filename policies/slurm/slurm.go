@@ -3,6 +3,7 @@ package slurm
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -187,7 +188,8 @@ func New(p Params) (*Slurm, error) {
 		s.parts = append(s.parts, pt)
 		s.maxJobFactor = max(s.maxJobFactor, pt.jobFactor)
 	}
-	for q, part := range p.PartitionMapping {
+	for _, q := range slices.Sorted(maps.Keys(p.PartitionMapping)) {
+		part := p.PartitionMapping[q]
 		if _, ok := s.partByName[part]; !ok {
 			return nil, fmt.Errorf("partitionMapping.%s: unknown partition %q", q, part)
 		}
@@ -195,6 +197,7 @@ func New(p Params) (*Slurm, error) {
 	// QOS
 	s.qos = append(s.qos, &qos{name: "normal"})
 	s.qosByName["normal"] = 0
+	seen := map[string]bool{}
 	for i, qc := range p.QOS {
 		f := fmt.Sprintf("qos[%d]", i)
 		if qc.Name == "" {
@@ -207,10 +210,11 @@ func New(p Params) (*Slurm, error) {
 		if q.mode, err = parseMode(f+".preemptMode", qc.PreemptMode); err != nil {
 			return nil, err
 		}
-		if k, ok := s.qosByName[qc.Name]; ok {
-			if k != 0 || i > 0 && p.QOS[0].Name == "normal" {
-				return nil, fmt.Errorf("%s.name: QOS %q defined twice", f, qc.Name)
-			}
+		if seen[qc.Name] {
+			return nil, fmt.Errorf("%s.name: QOS %q defined twice", f, qc.Name)
+		}
+		seen[qc.Name] = true
+		if qc.Name == "normal" {
 			s.qos[0] = q // redefines normal
 			continue
 		}
@@ -231,7 +235,8 @@ func New(p Params) (*Slurm, error) {
 			q.preempt[k] = true
 		}
 	}
-	for cl, name := range p.QOSMapping {
+	for _, cl := range slices.Sorted(maps.Keys(p.QOSMapping)) {
+		name := p.QOSMapping[cl]
 		c, err := sim.ParseClass(cl)
 		if err != nil {
 			return nil, fmt.Errorf("qosMapping: %v", err)

@@ -486,6 +486,8 @@ func TestConfigErrors(t *testing.T) {
 		{`partitions: [{name: a, nodes: "h[3-1]"}]`, "partitions[0].nodes"},
 		{`reservations: [{name: r, nodes: ALL, startTime: 10, endTime: 5, users: [x]}]`, "reservations[0].endTime"},
 		{`accounts: [{name: a}, {name: a}]`, `account "a" defined twice`},
+		{`qos: [{name: x}, {name: normal}, {name: normal}]`, `qos[2].name: QOS "normal" defined twice`},
+		{`qos: [{name: x, preempt: [y]}]`, `qos[0].preempt: unknown QOS "y"`},
 	} {
 		var n yaml.Node
 		if err := yaml.Unmarshal([]byte(tc.params), &n); err != nil {
