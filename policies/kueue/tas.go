@@ -97,6 +97,7 @@ type tasRule struct {
 type tasState struct {
 	topo     []*tasTopology // per flavor index; nil: not a TAS flavor
 	tasOnly  map[*clusterQueue]bool
+	hasTAS   map[*clusterQueue]bool
 	tasCQs   []*clusterQueue // ClusterQueues with at least one TAS flavor
 	rules    []tasRule
 	ruleOf   []int32 // per job ref: 1 + index of its rule, len(rules)+1 = none, 0 = not computed
@@ -175,7 +176,7 @@ func (k *Kueue) initTAS() error {
 		}
 		topos[name] = t
 	}
-	t := &tasState{topo: make([]*tasTopology, len(k.flavors)), tasOnly: map[*clusterQueue]bool{}}
+	t := &tasState{topo: make([]*tasTopology, len(k.flavors)), tasOnly: map[*clusterQueue]bool{}, hasTAS: map[*clusterQueue]bool{}}
 	hasTAS := false
 	for i, name := range k.flavors {
 		tn := m.Flavors[name].TopologyName
@@ -207,6 +208,7 @@ func (k *Kueue) initTAS() error {
 			}
 		}
 		t.tasOnly[cq] = only && some
+		t.hasTAS[cq] = some
 		if some {
 			t.tasCQs = append(t.tasCQs, cq)
 		}
@@ -262,7 +264,9 @@ func (k *Kueue) initTAS() error {
 }
 
 // tasRule returns the first rule matching w (nil: no explicit request); a job's
-// class, queue and ClusterQueue do not change, so the answer is cached.
+// class, queue and ClusterQueue do not change, so the answer is cached. Rules
+// apply only to ClusterQueues with a TAS flavor (a request would make every
+// flavor of another queue unusable: Kueue's "does not support TAS").
 func (k *Kueue) tasRule(w *workload) *tasRule {
 	t := k.tas
 	ref := int(w.job.Ref)
@@ -273,6 +277,9 @@ func (k *Kueue) tasRule(w *workload) *tasRule {
 		t.ruleOf[ref] = int32(len(t.rules)) + 1
 		s := &w.job.Spec
 		for i := range t.rules {
+			if !t.hasTAS[w.cq] {
+				break
+			}
 			r := &t.rules[i]
 			if r.class != "" && r.class != string(orClass(s.Class)) || r.queue != "" && r.queue != s.Queue || r.cq != "" && r.cq != w.cq.name {
 				continue

@@ -585,3 +585,37 @@ spec: {clusterQueue: cq}
 		})
 	}
 }
+
+// topologyRequests rules apply only to ClusterQueues with a TAS flavor: a
+// default rule does not make the workloads of a non-TAS ClusterQueue
+// inadmissible.
+func TestTASRulesSkipNonTASClusterQueues(t *testing.T) {
+	m := strings.Replace(tasQueue, "PREEMPTION", "", 1) + `---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: plain}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: plain-cq}
+spec:
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: plain, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: pq}
+spec: {clusterQueue: plain-cq}
+`
+	k, err := New(Params{Inline: m, TopologyRequests: []TopologyRequestRule{{Required: "kubernetes.io/hostname"}}}, policies.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := Run(t, Nodes(2, 8), k,
+		MakeJob("tas").Queue("q").GPUs(4).Replicas(2).Dur(10).Obj(),
+		MakeJob("plain").Queue("pq").GPUs(8).Dur(10).Obj())
+	if st := Starts(res); st["tas"] != 0 || st["plain"] != 0 {
+		t.Fatalf("starts %v, want both at 0\n%s", st, Schedule(res))
+	}
+}
