@@ -377,6 +377,9 @@ func (m *Manifests) checkFairSharingFields(add func(where, format string, args .
 		s := m.ClusterQueues[name]
 		where := m.sources["ClusterQueue/"+name]
 		weight(where, fmt.Sprintf("ClusterQueue %q", name), s.FairSharing, fsOn, noFS)
+		if p := s.Preemption; fsOn && p != nil && p.BorrowWithinCohort != nil && p.BorrowWithinCohort.Policy != "" && p.BorrowWithinCohort.Policy != "Never" {
+			m.Warnings = append(m.Warnings, fmt.Sprintf("%s: ClusterQueue %q: preemption.borrowWithinCohort is ignored with fair sharing (Kueue does not use it there)", where, name))
+		}
 		if sc := s.AdmissionScope; sc != nil {
 			switch sc.AdmissionMode {
 			case "UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing":

@@ -26,11 +26,29 @@
 //     TAS-only ClusterQueues), a topology assignment after the quota check on the
 //     live free capacity (quota fit without a domain becomes Preempt, and NoFit
 //     if not even an empty cluster has one), preemption until quota and topology
-//     fit, and admitted TAS workloads start exactly on their assignment.
+//     fit, and admitted TAS workloads start exactly on their assignment;
+//   - Kueue's controller Configuration (config.go; kind Configuration,
+//     config.kueue.x-k8s.io/v1beta1 or v1beta2, with each version's defaults),
+//     which turns on the next three features;
+//   - fair sharing (fairsharing.go): Dominant Resource Shares of ClusterQueues
+//     and Cohorts with fairSharing weights, the fair-sharing tournament ordering
+//     the cycle's heads, and fair preemption (target ClusterQueue by highest DRS,
+//     re-selected after every eviction; shares compared at the almost-LCA level;
+//     LessThanOrEqualToFinalShare / LessThanInitialShare; preemption within
+//     nominal quota);
+//   - Admission Fair Sharing (afs.go): LocalQueue usage with half-life decay
+//     sampled every usageSamplingInterval, entry penalties, resource weights,
+//     ordering inside ClusterQueues with admissionScope
+//     UsageBasedAdmissionFairSharing and of preemption candidates;
+//   - waitForPodsReady (podsready.go): admitted workloads not started within the
+//     timeout are evicted and requeued with exponential backoff and the Eviction
+//     or Creation timestamp, deactivated after backoffLimitCount requeues;
+//     blockAdmission.
 //
-// Not simulated yet (reported as warnings when manifests use them): fair sharing
-// (DRS ordering and fair preemption), Admission Fair Sharing, waitForPodsReady,
-// admission checks, partial admission; of TAS: PodSet slices and groups,
-// TASBalancedPlacement, delayed (second-pass) assignments, failed-node
+// docs/kueue.md documents every parameter and field, with worked examples.
+//
+// Not simulated yet (reported as warnings when manifests use them): admission
+// checks, partial admission, recoveryTimeout, feature gates (Kueue's defaults are
+// used); of TAS: PodSet slices and groups, TASBalancedPlacement, delayed (second-pass) assignments, failed-node
 // replacement, and the empty-cluster reservation of a preemptor without victims.
 package kueue

@@ -618,3 +618,32 @@ func (k *Kueue) fillBack(e *entry, removed []*workload, allowBorrow bool) []*wor
 	}
 	return removed
 }
+
+// WorkloadFairState is one workload's fair-sharing, AFS and waitForPodsReady
+// state (for tests and explanations).
+type WorkloadFairState struct {
+	ClusterQueue string
+	LocalQueue   string   // "namespace/name" (set with Admission Fair Sharing)
+	Share        float64  // weighted DRS of its ClusterQueue now (+Inf: weight 0 and borrowing)
+	QueueUsage   float64  // AFS usage of its LocalQueue (0 without AFS)
+	QueueTime    sim.Time // queue-order timestamp: creation, or last PodsReady eviction
+	Requeues     int32    // PodsReady requeues so far
+	RequeueAt    sim.Time // end of the current backoff (valid while InBackoff)
+	InBackoff    bool
+	Deactivated  bool
+}
+
+// WorkloadState returns job j's state; ok is false for a job that has not
+// arrived or matches no ClusterQueue.
+func (k *Kueue) WorkloadState(j sim.JobRef) (s WorkloadFairState, ok bool) {
+	if int(j) >= len(k.wls) || k.wls[j] == nil || k.wls[j].cq == nil {
+		return s, false
+	}
+	w := k.wls[j]
+	s = WorkloadFairState{ClusterQueue: w.cq.name, Share: k.drsOf(w.cq.node).Share(), QueueTime: w.qts,
+		Requeues: w.requeues, RequeueAt: w.requeueAt, InBackoff: w.inBackoff, Deactivated: w.inactive}
+	if w.lq != nil {
+		s.LocalQueue, s.QueueUsage = w.lq.key, k.lqUsage(w.lq)
+	}
+	return s, true
+}

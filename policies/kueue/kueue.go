@@ -54,7 +54,7 @@ const DefaultEvictionGrace = 30 * sim.Second
 
 func init() {
 	policies.Register(policies.Info{Name: "kueue",
-		Summary: "Kueue admission: ClusterQueues with nominal/borrowing/lending quota per flavor, (hierarchical) cohorts, StrictFIFO/BestEffortFIFO, one head per queue per cycle, classical preemption with fill-back; from real Kueue manifests.",
+		Summary: "Kueue admission: ClusterQueues with nominal/borrowing/lending quota per flavor, (hierarchical) cohorts, StrictFIFO/BestEffortFIFO, one head per queue per cycle, classical preemption with fill-back, TAS; fair sharing (DRS order, fair preemption), Admission Fair Sharing and waitForPodsReady from a Kueue Configuration; from real Kueue manifests.",
 		Params:  "manifests (file/dir) or inline; queueMapping; priorityClassByJobClass; flavorModels; evictionGracePeriod (30s); placement; topologyLevelMapping; topologyRequests"},
 		func(n *yaml.Node, env policies.Env) (sim.Policy, error) {
 			var p Params

@@ -43,8 +43,8 @@ func TestPodsReadyTimeoutBackoffAndDefaults(t *testing.T) {
 		if st["A"] != 0 || st["B"] != tc.start {
 			t.Errorf("%q: starts %v, want B at %v\n%s", tc.config, st, tc.start, Schedule(res))
 		}
-		if got := k.wls[1].requeues; got != tc.requeues {
-			t.Errorf("%q: B requeued %d times, want %d", tc.config, got, tc.requeues)
+		if ws, _ := k.WorkloadState(1); ws.Requeues != tc.requeues || ws.InBackoff || ws.Deactivated {
+			t.Errorf("%q: B state %+v, want %d requeues, no backoff", tc.config, ws, tc.requeues)
 		}
 	}
 }
