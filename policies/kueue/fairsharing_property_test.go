@@ -170,10 +170,9 @@ func TestFairShareMatchesRecomputation(t *testing.T) {
 			}
 		}
 		type held struct {
-			cq     *clusterQueue
-			fr     int
-			q      int64
-			usedBy []int64
+			cq *clusterQueue
+			fr int
+			q  int64
 		}
 		var live []held
 		frs := len(k.frIndex)
