@@ -24,6 +24,8 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 	}
 	s.resTouched = s.resTouched[:0]
 	clear(s.partRes)
+	clear(s.partTested)
+	clear(s.userTested)
 	// running jobs by expected end
 	s.runs = s.runs[:0]
 	for _, r := range v.Running() {
@@ -47,11 +49,17 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 		if info.overMax {
 			continue
 		}
-		if tested >= s.maxTest {
+		if tested >= s.maxTest ||
+			s.maxJobPart > 0 && s.partTested[info.part] >= s.maxJobPart ||
+			s.maxJobUser > 0 && s.userTested[j.Spec.User] >= s.maxJobUser {
 			p.Wait(j.Ref, sim.ReasonNotTested)
 			continue
 		}
 		tested++
+		s.partTested[info.part]++
+		if s.maxJobUser > 0 {
+			s.userTested[j.Spec.User]++
+		}
 		pt := s.parts[info.part]
 		lim := s.runLimit(j)
 		found := sim.Never

@@ -53,6 +53,10 @@ type Params struct {
 	} `yaml:"preemptParameters"`
 	// Reservations are advanced reservations (scontrol create reservation).
 	Reservations []ReservationConf `yaml:"reservations"`
+	// EnforcePartLimits: a job whose time limit exceeds its partition's MaxTime is
+	// a configuration error (true, like EnforcePartLimits=ALL rejecting it at
+	// submission) instead of pending forever (false, the default NO).
+	EnforcePartLimits bool `yaml:"enforcePartLimits"`
 	// TopologyPlugin: flat (default: nodes in index order) or tree
 	// (topology/tree over the fabric's leaf switches and spine blocks; a
 	// "topology/" prefix is accepted).
@@ -153,6 +157,8 @@ type SchedConf struct {
 	BfWindow              *Minutes      `yaml:"bf_window"`                 // 1440 (minutes)
 	BfResolution          *policies.Dur `yaml:"bf_resolution"`             // 60s
 	BfMaxJobTest          *int          `yaml:"bf_max_job_test"`           // 500
+	BfMaxJobUser          *int          `yaml:"bf_max_job_user"`           // 0 = unlimited
+	BfMaxJobPart          *int          `yaml:"bf_max_job_part"`           // 0 = unlimited
 	BfJobPartCountReserve *int          `yaml:"bf_job_part_count_reserve"` // 0 = all
 	BfMinPrioReserve      *int64        `yaml:"bf_min_prio_reserve"`       // 0
 	BfContinue            *bool         `yaml:"bf_continue"`               // read, not modelled

@@ -17,7 +17,7 @@ import (
 func init() {
 	policies.Register(policies.Info{Name: "slurm",
 		Summary: "Slurm: partitions (tiers, time limits, overlapping node sets), priority/multifactor with Fair Tree or classic fair share, main scheduler with per-partition blocking, sched/backfill on time limits (bf_window, bf_resolution, bf_max_job_test, bf_job_part_count_reserve), partition_prio/qos preemption (CANCEL/REQUEUE/SUSPEND), advanced reservations.",
-		Params:  "partitions; partitionMapping; priority{weights, maxAge, calcPeriod, decayHalfLife, fairTree, favorSmall}; accounts; qos; qosMapping; schedulerParameters{sched_interval, default_queue_depth, bf_*}; preemptType; preemptMode; preemptExemptTime; reservations; topologyPlugin (flat|tree)"},
+		Params:  "partitions; partitionMapping; priority{weights, maxAge, calcPeriod, decayHalfLife, fairTree, favorSmall}; accounts; qos; qosMapping; schedulerParameters{sched_interval, default_queue_depth, bf_*}; enforcePartLimits; preemptType; preemptMode; preemptExemptTime; reservations; topologyPlugin (flat|tree)"},
 		func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
 			var p Params
 			if n != nil {
@@ -102,6 +102,7 @@ type Slurm struct {
 
 	schedInterval, bfInterval, bfWindow, bfRes sim.Duration
 	depth, maxTest, partReserve                int
+	maxJobUser, maxJobPart                     int
 	minPrioReserve                             int64
 
 	warnings []string
@@ -126,6 +127,8 @@ type Slurm struct {
 	cands              []*sim.Job
 	nodesTmp           []sim.NodeID
 	partRes            []int
+	partTested         []int
+	userTested         map[string]int
 	nodeResv           [][]int // admin reservations per node
 }
 
@@ -286,6 +289,8 @@ func New(p Params) (*Slurm, error) {
 	s.depth = intOr(sp.DefaultQueueDepth, DefaultQueueDepth)
 	s.maxTest = intOr(sp.BfMaxJobTest, DefaultBfMaxJobTest)
 	s.partReserve = intOr(sp.BfJobPartCountReserve, 0)
+	s.maxJobUser = intOr(sp.BfMaxJobUser, 0)
+	s.maxJobPart = intOr(sp.BfMaxJobPart, 0)
 	if sp.BfMinPrioReserve != nil {
 		s.minPrioReserve = *sp.BfMinPrioReserve
 	}
@@ -304,6 +309,10 @@ func New(p Params) (*Slurm, error) {
 		return nil, fmt.Errorf("schedulerParameters.bf_max_job_test: must be >= 1")
 	case s.partReserve < 0:
 		return nil, fmt.Errorf("schedulerParameters.bf_job_part_count_reserve: must be >= 0")
+	case s.maxJobUser < 0:
+		return nil, fmt.Errorf("schedulerParameters.bf_max_job_user: must be >= 0")
+	case s.maxJobPart < 0:
+		return nil, fmt.Errorf("schedulerParameters.bf_max_job_part: must be >= 0")
 	}
 	if sp.BfContinue != nil && *sp.BfContinue {
 		s.warnings = append(s.warnings, "slurm: schedulerParameters.bf_continue is read but not modelled (each backfill cycle completes at one virtual time)")
@@ -439,6 +448,8 @@ func (s *Slurm) setup(v *sim.View) error {
 	s.ov = newOverlay(c)
 	s.blockedPart = make([]bool, len(s.parts))
 	s.partRes = make([]int, len(s.parts))
+	s.partTested = make([]int, len(s.parts))
+	s.userTested = map[string]int{}
 	s.blockedNode = make([]bool, nn)
 	s.nodeRes = make([][]interval, nn)
 	s.nextCalc = sim.Time(s.calcPeriod)
@@ -487,6 +498,9 @@ func (s *Slurm) mapJob(v *sim.View, j *sim.Job, info *jobInfo) error {
 		info.limit = pt.maxTime
 	}
 	info.overMax = info.limit > pt.maxTime
+	if info.overMax && s.p.EnforcePartLimits {
+		return cfgErr("job %s: time limit %v exceeds partition %q maxTime %v (enforcePartLimits: true)", sp.ID, info.limit, pt.name, pt.maxTime)
+	}
 	info.prio = 1
 	return nil
 }

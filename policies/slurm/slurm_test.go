@@ -507,6 +507,7 @@ func TestConfigErrors(t *testing.T) {
 		{`partitions: [{name: a, nodes: n0}]`, MakeJob("j").Queue("zz").Obj(), `job j: queue "zz" names no partition`},
 		{`partitions: [{name: a, nodes: n0, default: true}]`, MakeJob("big").GPUs(8).Replicas(2).Obj(), `job big: needs 2 x 8 GPU(s)`},
 		{`partitions: [{name: a, nodes: "x*", default: true}]`, MakeJob("j").Obj(), `"x*" matches no node`},
+		{"partitions: [{name: a, nodes: ALL, default: true, maxTime: 100}]\nenforcePartLimits: true", MakeJob("j").Wall(200).Obj(), `job j: time limit 200s exceeds partition "a" maxTime 100s`},
 	} {
 		var n yaml.Node
 		if err := yaml.Unmarshal([]byte(tc.params), &n); err != nil {
@@ -689,4 +690,20 @@ preemptMode: SUSPEND
 	if l := job(res, "L"); l.End.Seconds() != 1100 || l.Preempted != 1 {
 		t.Errorf("L ended at %v after %d preemptions, want 1100 and 1\n%s", l.End.Seconds(), l.Preempted, Schedule(res))
 	}
+}
+
+// bf_max_job_user: only one job per user is examined per backfill cycle, so
+// alice's second small job waits for the next cycle (60) while bob's starts at 30.
+func TestBfMaxJobUser(t *testing.T) {
+	jobs := []sim.JobSpec{
+		user(MakeJob("a.r1").GPUs(4).Dur(1000).Wall(1000).Obj(), "carol"),
+		user(MakeJob("b.head").GPUs(8).Dur(100).Wall(100).Obj(), "carol"),
+		user(MakeJob("c.s1").GPUs(1).Dur(50).Wall(50).At(1).Obj(), "alice"),
+		user(MakeJob("d.s2").GPUs(1).Dur(50).Wall(50).At(1).Obj(), "alice"),
+		user(MakeJob("e.s3").GPUs(1).Dur(50).Wall(50).At(1).Obj(), "bob"),
+	}
+	res := Run(t, Nodes(1, 8), newSlurm(t, `schedulerParameters: {bf_max_job_user: 1}`), jobs...)
+	wantStarts(t, res, map[string]float64{"c.s1": 30, "d.s2": 60, "e.s3": 30})
+	res = Run(t, Nodes(1, 8), newSlurm(t, ``), jobs...)
+	wantStarts(t, res, map[string]float64{"c.s1": 30, "d.s2": 30, "e.s3": 30})
 }
