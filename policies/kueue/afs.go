@@ -55,7 +55,9 @@ func (k *Kueue) setupAFS() {
 	k.afs.lqs = map[string]*lqState{}
 	for _, key := range slices.Sorted(maps.Keys(k.m.LocalQueues)) {
 		lq := k.m.LocalQueues[key]
-		k.afs.lqs[key] = &lqState{key: key, cq: k.cqByName[lq.ClusterQueue], weight: weightOf(lq.FairSharing)}
+		cq := k.cqByName[lq.ClusterQueue]
+		k.afs.lqs[key] = &lqState{key: key, cq: cq, weight: weightOf(lq.FairSharing)}
+		cq.afsLQs++
 	}
 }
 
@@ -186,22 +188,26 @@ func (k *Kueue) lqUsage(lq *lqState) float64 {
 
 // afsHead returns the head of an AFS ClusterQueue: the first queued workload (in
 // priority, timestamp order) of the LocalQueue with the lowest usage; ties keep
-// queue order.
+// queue order. The scan stops once every LocalQueue of the ClusterQueue has been
+// seen (it walks the whole queue only while some LocalQueue has nothing queued).
 func (k *Kueue) afsHead(cq *clusterQueue) *workload {
 	var best *workload
 	bestU := 0.0
-	seen := map[*lqState]bool{}
+	var seen []*lqState
 	for _, w := range cq.heap {
-		if seen[w.lq] {
+		if slices.Contains(seen, w.lq) {
 			continue
 		}
-		seen[w.lq] = true
+		seen = append(seen, w.lq)
 		u := math.Inf(1)
 		if w.lq != nil {
 			u = k.lqUsage(w.lq)
 		}
 		if best == nil || u < bestU {
 			best, bestU = w, u
+		}
+		if len(seen) >= cq.afsLQs {
+			break
 		}
 	}
 	return best

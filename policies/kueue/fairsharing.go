@@ -30,7 +30,8 @@ type fsNode struct {
 
 // cqExt is a ClusterQueue's extra data; it is embedded in clusterQueue.
 type cqExt struct {
-	afsOn bool // admissionScope UsageBasedAdmissionFairSharing with AFS configured
+	afsOn  bool // admissionScope UsageBasedAdmissionFairSharing with AFS configured
+	afsLQs int  // LocalQueues pointing at it (AFS head search stops when all are seen)
 }
 
 // wlExt is a workload's extra data; it is embedded in workload.
