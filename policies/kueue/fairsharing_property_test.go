@@ -371,7 +371,8 @@ func TestNoPartialGangAdmission(t *testing.T) {
 			t.Fatal(err)
 		}
 		var jobs []sim.JobSpec
-		for i := 0; i < rapid.IntRange(1, 16).Draw(t, "jobs"); i++ {
+		n := rapid.IntRange(4, 24).Draw(t, "jobs")
+		for i := 0; i < n; i++ {
 			jobs = append(jobs, MakeJob(fmt.Sprintf("j%02d", i)).Queue(rapid.SampledFrom(names).Draw(t, "queue")).
 				GPUs(int32(rapid.IntRange(1, 4).Draw(t, "gpus"))).Replicas(int32(rapid.IntRange(1, 3).Draw(t, "replicas"))).
 				Prio(int32(rapid.IntRange(0, 2).Draw(t, "prio"))).At(float64(rapid.IntRange(0, 50).Draw(t, "at"))).
