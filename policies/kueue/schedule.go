@@ -99,9 +99,11 @@ func (k *Kueue) evict(p *sim.Plan, ev eviction) error {
 		if err := p.AddPreemptAfterGrace(w.job.Ref, sim.PreemptRequeue, "kueue preemption", k.grace); err != nil {
 			return err
 		}
-	} else {
-		k.push(w)
 	}
+	// Back in its queue at once: this scheduling point's cycles may re-admit it
+	// (waiting for the EvPreempt notification would leave it out until the next
+	// unrelated event).
+	k.push(w)
 	k.unpark(w.cq)
 	return nil
 }
