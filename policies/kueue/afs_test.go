@@ -99,3 +99,35 @@ func TestAFSDecayByHand(t *testing.T) {
 		t.Errorf("light usage %v, want 0", u)
 	}
 }
+
+// Preemption candidates of one AFS ClusterQueue from different LocalQueues: the
+// LocalQueue with higher usage loses first. h0 (heavy, 4 GPUs) runs from 0, l0
+// (light, 4 GPUs) from 700; at 710 a higher-priority 4-GPU job needs one victim.
+// Without AFS the most recently admitted (l0) is evicted; with AFS heavy's
+// usage (about 4 GPUs after 11 samples) beats light's (its entry penalty only):
+// h0 is evicted.
+func TestAFSPreemptsHigherUsageLocalQueueFirst(t *testing.T) {
+	for _, tc := range []struct {
+		scope  bool
+		victim string
+	}{{true, "h0"}, {false, "l0"}} {
+		s := "preemption: {withinClusterQueue: LowerPriority}"
+		if tc.scope {
+			s += "\n  admissionScope: {admissionMode: UsageBasedAdmissionFairSharing}"
+		}
+		k := newKueue(t, strings.Replace(afsQueues, "SCOPE", s, 1), 0)
+		res := Run(t, Nodes(1, 8), k,
+			MakeJob("h0").Queue("heavy").GPUs(4).Dur(1000).Obj(),
+			MakeJob("l0").Queue("light").GPUs(4).At(700).Dur(1000).Obj(),
+			MakeJob("p").Queue("light").GPUs(4).Prio(5).At(710).Dur(10).Obj())
+		var victims []string
+		for i := range res.Jobs {
+			if res.Jobs[i].Preempted > 0 {
+				victims = append(victims, string(res.Jobs[i].Spec.ID))
+			}
+		}
+		if len(victims) != 1 || victims[0] != tc.victim || Starts(res)["p"] != 710 {
+			t.Errorf("scope %v: victims %v, p started at %v; want [%s] at 710", tc.scope, victims, Starts(res)["p"], tc.victim)
+		}
+	}
+}
