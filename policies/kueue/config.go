@@ -144,12 +144,11 @@ type rawConfiguration struct {
 	TLS                          yaml.Node `yaml:"tls"`
 }
 
-// isConfiguration reports whether a YAML document is a Kueue Configuration.
-func isConfiguration(root *yaml.Node) bool {
+// kindOf returns a YAML object's apiVersion and kind.
+func kindOf(root *yaml.Node) (api, kind string) {
 	if root.Kind != yaml.MappingNode {
-		return false
+		return "", ""
 	}
-	var kind, api string
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		switch root.Content[i].Value {
 		case "kind":
@@ -158,12 +157,26 @@ func isConfiguration(root *yaml.Node) bool {
 			api = root.Content[i+1].Value
 		}
 	}
-	return kind == "Configuration" && strings.HasPrefix(api, "config.kueue.x-k8s.io/")
+	return api, kind
+}
+
+// isConfiguration reports whether a YAML document is a Kueue Configuration, or a
+// Kubernetes ConfigMap (which may carry one, as Kueue's kueue-manager-config
+// does).
+func isConfiguration(root *yaml.Node) bool {
+	api, kind := kindOf(root)
+	return kind == "Configuration" && strings.HasPrefix(api, "config.kueue.x-k8s.io/") || kind == "ConfigMap" && api == "v1"
 }
 
 // addConfiguration reads a Configuration document: unknown fields are errors
-// (file:line and field), fields that are not simulated are warnings.
+// (file:line and field), fields that are not simulated are warnings. A ConfigMap
+// is searched for data entries holding a Configuration (Kueue's
+// kueue-manager-config, key controller_manager_config.yaml); one without any is
+// ignored with a warning.
 func (m *Manifests) addConfiguration(file string, root *yaml.Node) error {
+	if _, kind := kindOf(root); kind == "ConfigMap" {
+		return m.addConfigMap(file, root)
+	}
 	where := fmt.Sprintf("%s:%d", file, root.Line)
 	var raw rawConfiguration
 	var errs []error
@@ -407,4 +420,36 @@ func weightOf(fs *FairSharing) float64 {
 	}
 	w, _ := parseWeight(fs.Weight)
 	return w
+}
+
+// addConfigMap reads the Configurations a ConfigMap carries in its data values.
+func (m *Manifests) addConfigMap(file string, root *yaml.Node) error {
+	var cm struct {
+		Metadata meta              `yaml:"metadata"`
+		Data     map[string]string `yaml:"data"`
+	}
+	where := fmt.Sprintf("%s:%d", file, root.Line)
+	if err := root.Decode(&cm); err != nil {
+		m.Warnings = append(m.Warnings, fmt.Sprintf("%s: ignored ConfigMap (%v)", where, err))
+		return nil
+	}
+	found := false
+	var errs []error
+	for _, key := range slices.Sorted(maps.Keys(cm.Data)) {
+		var doc yaml.Node
+		if yaml.Unmarshal([]byte(cm.Data[key]), &doc) != nil || len(doc.Content) == 0 {
+			continue
+		}
+		if api, kind := kindOf(doc.Content[0]); kind != "Configuration" || !strings.HasPrefix(api, "config.kueue.x-k8s.io/") {
+			continue
+		}
+		found = true
+		if err := m.addConfiguration(fmt.Sprintf("%s: ConfigMap %q data.%s", where, cm.Metadata.Name, key), doc.Content[0]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if !found {
+		m.Warnings = append(m.Warnings, fmt.Sprintf("%s: ignored ConfigMap %q (no Kueue Configuration in its data)", where, cm.Metadata.Name))
+	}
+	return errors.Join(errs...)
 }

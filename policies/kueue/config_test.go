@@ -154,3 +154,27 @@ spec:
 		}
 	}
 }
+
+// Kueue's own deployment keeps the Configuration in the kueue-manager-config
+// ConfigMap: it is read from there; errors name the ConfigMap and data key;
+// another ConfigMap is ignored with a warning.
+func TestConfigurationInConfigMap(t *testing.T) {
+	cm := func(body string) string {
+		return oneQueue + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: kueue-manager-config, namespace: kueue-system}\ndata:\n  controller_manager_config.yaml: |\n    apiVersion: config.kueue.x-k8s.io/v1beta1\n    kind: Configuration\n" + body
+	}
+	m, err := ParseManifests("m.yaml", []byte(cm("    waitForPodsReady:\n      enable: true\n      timeout: 2m\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Config == nil || m.Config.WaitForPodsReady == nil || m.Config.WaitForPodsReady.Timeout != 2*sim.Minute {
+		t.Errorf("config from the ConfigMap: %+v", m.Config)
+	}
+	_, err = ParseManifests("m.yaml", []byte(cm("    fairSharing: {enabel: true}\n")))
+	if want := `ConfigMap "kueue-manager-config" data.controller_manager_config.yaml: Configuration: line 3: fairSharing.enabel: unknown field`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("want error containing %q, got %v", want, err)
+	}
+	m, err = ParseManifests("m.yaml", []byte(oneQueue+"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\ndata: {a: b}\n"))
+	if err != nil || m.Config != nil || !strings.Contains(strings.Join(m.Warnings, "\n"), `ignored ConfigMap "other"`) {
+		t.Errorf("other ConfigMap: err %v, config %v, warnings %v", err, m.Config, m.Warnings)
+	}
+}
