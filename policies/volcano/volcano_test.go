@@ -380,3 +380,52 @@ func TestWarnings(t *testing.T) {
 		t.Errorf("factor %v", v.cfg.ocFactor)
 	}
 }
+
+// preempt (intra-queue) and the tiered victim rule. hog runs 4 tasks x 2 GPUs (the
+// whole 8-GPU node); hi (priority 10, 1 x 2 GPUs) arrives at 5 s. Tier 1 (priority,
+// gang, conformance) never decides for gpusim jobs: gang refuses every victim
+// because a job's ready tasks never exceed its minAvailable (all of them), so the
+// intersection is empty and tier 2's drf decides: share(hi + task) = 2/8 <
+// share(hog - task) = 6/8, so hog (all of it: a gpusim job restarts whole) is
+// evicted at 5 s, stops at 35 s, and hi starts in the 35 s session.
+//
+// A single-task hog (1 x 8 GPUs) is not a drf victim (share(hog - task) = 0), so hi
+// waits for it to end (100 s) despite its higher priority — unless the tiers put
+// gang below priority: then tier 1 (priority, conformance) decides and evicts it.
+//
+// proportion is left out: its enqueue gate (minResources + allocated + inqueue <=
+// realCapability) keeps hi Pending while its queue fills the cluster, and Pending
+// jobs never preempt.
+func TestPreemptTierVictims(t *testing.T) {
+	const base = `actions: "enqueue, allocate, preempt, backfill"
+`
+	const defTiers = `tiers:
+  - plugins: [{name: priority}, {name: gang}, {name: conformance}]
+  - plugins: [{name: overcommit, arguments: {overcommit-factor: 2}}, {name: drf}, {name: predicates}, {name: nodeorder}]
+`
+	const prioFirst = `tiers:
+  - plugins: [{name: priority}, {name: conformance}]
+  - plugins: [{name: gang}, {name: overcommit, arguments: {overcommit-factor: 2}}, {name: drf}, {name: predicates}, {name: nodeorder}]
+`
+	hi := MakeJob("hi").GPUs(2).Prio(10).At(5).Dur(10).Obj()
+	for _, tc := range []struct {
+		name, params string
+		hog          sim.JobSpec
+		hiStart      float64
+		preempted    int32
+	}{
+		{"drf-decides", base + defTiers, MakeJob("hog").GPUs(2).Replicas(4).Dur(100).Obj(), 35, 1},
+		{"proportion-keeps-it-pending", base + strings.Replace(defTiers, "{name: nodeorder}", "{name: proportion}, {name: nodeorder}", 1),
+			MakeJob("hog").GPUs(2).Replicas(4).Dur(100).Obj(), 100, 0},
+		{"no-drf-victim", base + defTiers, MakeJob("hog").GPUs(8).Dur(100).Obj(), 100, 0},
+		{"priority-tier", base + prioFirst, MakeJob("hog").GPUs(8).Dur(100).Obj(), 35, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := Run(t, Nodes(1, 8), newVolcano(t, tc.params), tc.hog, hi)
+			wantStarts(t, res, map[string]float64{"hi": tc.hiStart})
+			if p := res.Jobs[0].Preempted; p != tc.preempted {
+				t.Errorf("hog preempted %d times, want %d\n%s", p, tc.preempted, Schedule(res))
+			}
+		})
+	}
+}
