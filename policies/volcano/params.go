@@ -86,8 +86,6 @@ var dimNames = [numDims]string{"gpu", "cpu", "memory"}
 // res is a resource vector: milli-GPU, millicores, MiB.
 type res [numDims]float64
 
-var infRes = res{math.Inf(1), math.Inf(1), math.Inf(1)}
-
 // Default values.
 const (
 	DefaultPeriod           = sim.Second
@@ -108,7 +106,7 @@ func DefaultTiers() []TierSpec {
 var modelled = []string{"priority", "gang", "conformance", "overcommit", "drf", "predicates", "proportion", "nodeorder", "binpack"}
 
 var notModelled = []string{"sla", "tdm", "numaaware", "task-topology", "capacity", "network-topology-aware", "rescheduling",
-	"usage", "resource-strategy-fit", "extender", "deviceshare", "pdb", "cdp", "nodegroup", "resourcequota", "nodegroup", "rescheduling"}
+	"usage", "resource-strategy-fit", "extender", "deviceshare", "pdb", "cdp", "nodegroup", "resourcequota"}
 
 var knownActions = []string{"enqueue", "allocate", "backfill", "preempt", "reclaim"}
 
