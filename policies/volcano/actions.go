@@ -3,6 +3,7 @@ package volcano
 import (
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/gpusim/gpusim/sim"
 )
@@ -13,15 +14,17 @@ import (
 // vote in tier order (overcommit, proportion); the first Reject refuses. Queues are
 // visited in queue order, jobs in job order. Closed queues enqueue nothing.
 func (s *Volcano) enqueue() {
-	byQueue := map[*queue][]*vjob{}
+	for _, q := range s.cfg.queues {
+		q.jobs = q.jobs[:0]
+	}
 	for j := range s.v.Pending() {
 		vj := s.jobs[j.Ref]
 		if !vj.inqueue {
-			byQueue[vj.q] = append(byQueue[vj.q], vj)
+			vj.q.jobs = append(vj.q.jobs, vj)
 		}
 	}
 	for _, q := range s.sortedQueues() {
-		js := byQueue[q]
+		js := q.jobs
 		if len(js) == 0 {
 			continue
 		}
@@ -44,8 +47,8 @@ func (s *Volcano) enqueue() {
 // enqueueable is JobEnqueueable; a job that passes is then JobEnqueued, which adds
 // its minResources to overcommit's and proportion's inqueue totals.
 func (s *Volcano) enqueueable(vj *vjob) bool {
-	for _, tier := range s.cfg.tiers {
-		for _, pl := range tier {
+	for _, pl := range s.cfg.enqueueOrder {
+		{
 			switch pl {
 			case "overcommit":
 				// idle = total·factor - used; inqueue + minResources <= idle on the
@@ -69,10 +72,10 @@ func (s *Volcano) enqueueable(vj *vjob) bool {
 			}
 		}
 	}
-	if s.cfg.enabled["overcommit"] {
+	if s.cfg.overcommit {
 		s.ocInq = add(s.ocInq, vj.min)
 	}
-	if s.cfg.enabled["proportion"] {
+	if s.cfg.proportion {
 		vj.q.inqueue = add(vj.q.inqueue, vj.min)
 	}
 	return true
@@ -103,6 +106,7 @@ func (s *Volcano) allocate() error {
 			qs = append(qs, q)
 		}
 	}
+	clear(s.failed)
 	for len(qs) > 0 {
 		q := s.popQueue(&qs)
 		if s.overused(q) {
@@ -124,6 +128,13 @@ func (s *Volcano) allocate() error {
 	return nil
 }
 
+// shapeKey identifies jobs that place identically.
+type shapeKey struct {
+	task     res
+	replicas int32
+	models   string
+}
+
 // allocateJob tries to place every task of vj (minAvailable = all of them).
 func (s *Volcano) allocateJob(vj *vjob) error {
 	c := s.v.Cluster()
@@ -138,6 +149,16 @@ func (s *Volcano) allocateJob(vj *vjob) error {
 			vj.reason = sim.ReasonNoCapacity
 			return nil
 		}
+	}
+	// Free resources only shrink during allocate: a job shape that found no nodes
+	// finds none for the rest of the action.
+	key := shapeKey{task: vj.task, replicas: sp.Replicas, models: strings.Join(sp.GPUModels, ",")}
+	if r, ok := s.failed[key]; ok {
+		vj.reason = r
+		if !s.allocatable(vj.q, vj.min) {
+			vj.reason = sim.ReasonFairShare
+		}
+		return nil
 	}
 	s.place = s.place[:0]
 	q := vj.q
@@ -154,6 +175,10 @@ func (s *Volcano) allocateJob(vj *vjob) error {
 		t, found := s.pickNode(vj)
 		if !found {
 			vj.reason = s.noNodeReason(vj)
+			if s.failed == nil {
+				s.failed = map[shapeKey]sim.Reason{}
+			}
+			s.failed[key] = vj.reason
 			ok = false
 			break
 		}

@@ -176,19 +176,23 @@ func parseQuantity(s string) (float64, error) {
 
 // config is the validated configuration.
 type config struct {
-	period    sim.Duration
-	grace     sim.Duration
-	actions   []string
-	tiers     [][]string // plugin names per tier
-	enabled   map[string]bool
-	ocFactor  float64
-	binpack   binpackArgs
-	nodeorder nodeorderArgs
-	queues    []*queue
-	byName    map[string]*queue
-	mapping   map[string]*queue
-	defQueue  *queue
-	warnings  []string
+	period  sim.Duration
+	grace   sim.Duration
+	actions []string
+	tiers   [][]string // plugin names per tier
+	enabled map[string]bool
+	// flags for the hot paths
+	priority, proportion, overcommit bool
+	// enqueueOrder lists the enqueue gates (overcommit, proportion) in tier order.
+	enqueueOrder []string
+	ocFactor     float64
+	binpack      binpackArgs
+	nodeorder    nodeorderArgs
+	queues       []*queue
+	byName       map[string]*queue
+	mapping      map[string]*queue
+	defQueue     *queue
+	warnings     []string
 }
 
 type binpackArgs struct {
@@ -281,6 +285,14 @@ func buildConfig(p Params) (*config, error) {
 	}
 	if !c.enabled["binpack"] {
 		c.binpack = binpackArgs{}
+	}
+	c.priority, c.proportion, c.overcommit = c.enabled["priority"], c.enabled["proportion"], c.enabled["overcommit"]
+	for _, t := range c.tiers {
+		for _, pl := range t {
+			if pl == "overcommit" || pl == "proportion" {
+				c.enqueueOrder = append(c.enqueueOrder, pl)
+			}
+		}
 	}
 	if !c.enabled["gang"] {
 		return nil, errors.New("tiers: the gang plugin is required (gpusim jobs are gangs that start all-or-nothing)")

@@ -112,7 +112,7 @@ func (s *Volcano) updateShare(q *queue) {
 
 // overused is proportion's Overused: deserved <= allocated in every dimension.
 func (s *Volcano) overused(q *queue) bool {
-	if !s.cfg.enabled["proportion"] {
+	if !s.cfg.proportion {
 		return false
 	}
 	return lessEqual(q.deserved, q.allocated)
@@ -121,7 +121,7 @@ func (s *Volcano) overused(q *queue) bool {
 // allocatable is proportion's Allocatable (and Preemptive): allocated + task <=
 // deserved on the dimensions the task requests.
 func (s *Volcano) allocatable(q *queue, task res) bool {
-	if !s.cfg.enabled["proportion"] {
+	if !s.cfg.proportion {
 		return true
 	}
 	return lessEqualOn(add(q.allocated, task), q.deserved, task)

@@ -88,6 +88,7 @@ type Volcano struct {
 	changed bool
 	place   []tentTask
 	evicts  []*vjob // the current statement's evictions
+	failed  map[shapeKey]sim.Reason
 	gpuBuf  []sim.GPUID
 	nodeBuf []sim.NodeID
 }
@@ -265,7 +266,7 @@ func (s *Volcano) session() error {
 		q.request = add(q.request, q.allocated)
 	}
 	s.ocUsed = res{float64(c.AllocatedMilli()), s.total[dimCPU] - float64(c.FreeCPU()), s.total[dimMem] - float64(c.FreeMemory())}
-	if s.cfg.enabled["proportion"] {
+	if s.cfg.proportion {
 		s.proportion()
 	}
 	for _, a := range s.cfg.actions {
@@ -349,7 +350,7 @@ func lessEqualOn(a, b, req res) bool {
 // then by share (lower first); the session falls back to creation order (the
 // order of the queues parameter, the implicit default queue first).
 func (s *Volcano) queueLess(a, b *queue) bool {
-	if s.cfg.enabled["proportion"] {
+	if s.cfg.proportion {
 		if a.priority != b.priority {
 			return a.priority > b.priority
 		}
@@ -360,25 +361,19 @@ func (s *Volcano) queueLess(a, b *queue) bool {
 	return a.idx < b.idx
 }
 
-// jobLess is JobOrderFn over pending jobs: priority (higher first) when the
+// sortJobs sorts pending jobs by JobOrderFn: priority (higher first) when the
 // priority plugin is on; gang (not ready first) and drf (lower share first) tie on
 // pending jobs; the session falls back to creation time then UID, i.e. JobRef.
-func (s *Volcano) jobLess(a, b *vjob) bool {
-	if s.cfg.enabled["priority"] && a.j.Spec.Priority != b.j.Spec.Priority {
-		return a.j.Spec.Priority > b.j.Spec.Priority
-	}
-	return a.j.Ref < b.j.Ref
-}
-
 func (s *Volcano) sortJobs(js []*vjob) {
+	prio := s.cfg.priority
 	slices.SortFunc(js, func(a, b *vjob) int {
-		if s.jobLess(a, b) {
-			return -1
-		}
-		if s.jobLess(b, a) {
+		if prio && a.j.Spec.Priority != b.j.Spec.Priority {
+			if a.j.Spec.Priority > b.j.Spec.Priority {
+				return -1
+			}
 			return 1
 		}
-		return 0
+		return int(a.j.Ref - b.j.Ref)
 	})
 }
 
