@@ -429,3 +429,48 @@ func TestPreemptTierVictims(t *testing.T) {
 		})
 	}
 }
+
+// backfill places BestEffort jobs (no requests at all), even on a full node; without
+// the backfill action they never start.
+func TestBackfillBestEffort(t *testing.T) {
+	jobs := []sim.JobSpec{
+		MakeJob("full").GPUs(8).Dur(10).Obj(),
+		MakeJob("be").GPUs(0).At(0.5).Dur(3).Obj(),
+	}
+	res := Run(t, Nodes(1, 8), newVolcano(t, ``), jobs...)
+	wantStarts(t, res, map[string]float64{"full": 0, "be": 1})
+	res = Run(t, Nodes(1, 8), newVolcano(t, `actions: "enqueue, allocate"`), jobs...)
+	wantStarts(t, res, map[string]float64{"full": 0, "be": -1})
+}
+
+// Queue resolution and state: queueMapping first, then the queue's own name, then
+// defaultQueue; a Closed queue enqueues nothing (reason quota). The capability of
+// queue a (2 GPUs) shows which queue a job landed in.
+func TestQueueResolutionAndClosed(t *testing.T) {
+	v := newVolcano(t, `queues:
+  - {name: a, capability: {gpu: 2}}
+  - {name: shut, state: Closed}
+queueMapping: {research: a}
+defaultQueue: a`)
+	res := Run(t, Nodes(1, 8), v,
+		MakeJob("j1").Queue("research").GPUs(2).Dur(10).Obj(), // -> a
+		MakeJob("j2").Queue("a").GPUs(2).Dur(10).Obj(),        // a is full: waits for j1
+		MakeJob("j3").Queue("nowhere").GPUs(2).Dur(10).Obj(),  // -> defaultQueue a: after j2
+		MakeJob("j4").Queue("default").GPUs(2).Dur(10).Obj(),  // the implicit default queue
+		MakeJob("j5").Queue("shut").GPUs(1).Dur(10).Obj(),     // closed: never
+	)
+	wantStarts(t, res, map[string]float64{"j1": 0, "j2": 10, "j3": 20, "j4": 0, "j5": -1})
+	if !strings.Contains(Schedule(res), "wait j5 quota") {
+		t.Errorf("closed queue: want reason quota\n%s", Schedule(res))
+	}
+}
+
+// Shared GPUs: two half-GPU jobs share the single GPU; a third waits for one of them.
+func TestFractionalGPUs(t *testing.T) {
+	res := Run(t, Nodes(1, 1), newVolcano(t, ``),
+		MakeJob("h1").Milli(500).Dur(10).Obj(),
+		MakeJob("h2").Milli(500).Dur(20).Obj(),
+		MakeJob("h3").Milli(500).Dur(5).Obj(),
+	)
+	wantStarts(t, res, map[string]float64{"h1": 0, "h2": 0, "h3": 10})
+}
