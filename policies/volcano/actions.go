@@ -160,40 +160,20 @@ func (s *Volcano) allocateJob(vj *vjob) error {
 		}
 		return nil
 	}
-	s.place = s.place[:0]
 	q := vj.q
-	ok := true
-	for r := int32(0); r < sp.Replicas; r++ {
-		if !s.allocatable(q, vj.task) {
-			vj.reason = sim.ReasonFairShare
-			if lessEqualOn(q.realCap, q.deserved, vj.task) {
-				vj.reason = sim.ReasonQuota
-			}
-			ok = false
-			break
-		}
-		t, found := s.pickNode(vj)
-		if !found {
-			vj.reason = s.noNodeReason(vj)
+	var ok bool
+	if s.topoJob(vj) {
+		ok = s.placeTopo(vj)
+	} else {
+		ok = s.tryPlace(vj)
+	}
+	if !ok {
+		if vj.reason == sim.ReasonNoCapacity || vj.reason == sim.ReasonTopology {
 			if s.failed == nil {
 				s.failed = map[shapeKey]sim.Reason{}
 			}
 			s.failed[key] = vj.reason
-			ok = false
-			break
 		}
-		s.place = append(s.place, t)
-		s.tent[t.n] = add(s.tent[t.n], vj.task)
-		q.allocated = add(q.allocated, vj.task)
-		vj.alloc = add(vj.alloc, vj.task)
-	}
-	if !ok {
-		for _, t := range s.place {
-			s.tent[t.n] = sub(s.tent[t.n], vj.task)
-		}
-		q.allocated = sub(q.allocated, vj.alloc)
-		vj.alloc = res{}
-		s.place = s.place[:0]
 		return nil
 	}
 	pipelined := false
@@ -215,6 +195,45 @@ func (s *Volcano) allocateJob(vj *vjob) error {
 		return nil
 	}
 	return s.start(vj)
+}
+
+// tryPlace places every task of vj (Allocatable, then the best node), charging
+// them tentatively (tent, the queue's and the job's allocation). On failure it
+// undoes everything, sets vj.reason and returns false.
+func (s *Volcano) tryPlace(vj *vjob) bool {
+	q := vj.q
+	s.place = s.place[:0]
+	for r := int32(0); r < vj.j.Spec.Replicas; r++ {
+		if !s.allocatable(q, vj.task) {
+			vj.reason = sim.ReasonFairShare
+			if lessEqualOn(q.realCap, q.deserved, vj.task) {
+				vj.reason = sim.ReasonQuota
+			}
+			s.unplace(vj)
+			return false
+		}
+		t, found := s.pickNode(vj)
+		if !found {
+			vj.reason = s.noNodeReason(vj)
+			s.unplace(vj)
+			return false
+		}
+		s.place = append(s.place, t)
+		s.tent[t.n] = add(s.tent[t.n], vj.task)
+		q.allocated = add(q.allocated, vj.task)
+		vj.alloc = add(vj.alloc, vj.task)
+	}
+	return true
+}
+
+// unplace undoes tryPlace's tentative charges.
+func (s *Volcano) unplace(vj *vjob) {
+	for _, t := range s.place {
+		s.tent[t.n] = sub(s.tent[t.n], vj.task)
+	}
+	vj.q.allocated = sub(vj.q.allocated, vj.alloc)
+	vj.alloc = res{}
+	s.place = s.place[:0]
 }
 
 // start binds a ready job: the lowest free GPUs of each task's node.
@@ -271,6 +290,9 @@ func (s *Volcano) future(n sim.NodeID) res {
 // model and could hold one task when empty.
 func (s *Volcano) predicate(vj *vjob, n sim.NodeID) bool {
 	sp := &vj.j.Spec
+	if s.restrictTier >= 0 && s.nodeDom[s.restrictTier][n] != s.restrictDom {
+		return false
+	}
 	ns := s.v.Cluster().Node(n)
 	if sp.GPUsPerReplica > 0 && !sp.AllowsModel(ns.GPUModel) {
 		return false

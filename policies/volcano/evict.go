@@ -47,7 +47,9 @@ func (s *Volcano) evictAction(reclaim bool) {
 	}
 	var qs []*queue
 	for _, vj := range pending {
-		if vj.inqueue && !vj.bestEffort && !vj.pipelined && !vj.started {
+		// Jobs with a network topology do not preempt or reclaim (as in Volcano's
+		// legacy preempt action at the snapshot read).
+		if vj.inqueue && !vj.bestEffort && !vj.pipelined && !vj.started && !s.topoJob(vj) {
 			vj.q.jobs = append(vj.q.jobs, vj)
 		}
 	}

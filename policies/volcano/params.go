@@ -37,6 +37,32 @@ type Params struct {
 	// DefaultQueue receives jobs whose queue is empty, unmapped and not a queue
 	// name (default "default").
 	DefaultQueue string `yaml:"defaultQueue"`
+	// NetworkTopology gives multi-replica jobs a PodGroup networkTopology
+	// constraint over HyperNode tiers (network-topology-aware scheduling).
+	NetworkTopology *NetworkTopologySpec `yaml:"networkTopology"`
+}
+
+// NetworkTopologySpec is the PodGroup networkTopology given to every job with at
+// least MinReplicas replicas, plus the HyperNode tiers as gpusim topology levels.
+type NetworkTopologySpec struct {
+	// Mode is hard (default: the job runs inside one HyperNode of a tier up to
+	// HighestTierAllowed, or waits) or soft (falls back to any nodes).
+	Mode string `yaml:"mode"`
+	// HighestTierAllowed is the loosest tier the job may span (default 1).
+	HighestTierAllowed *int `yaml:"highestTierAllowed"`
+	// Tiers lists the sim level of each HyperNode tier, tightest first (default
+	// [leaf, spine]; on NVL72 clusters e.g. [nvlink, leaf, spine]).
+	Tiers []string `yaml:"tiers"`
+	// MinReplicas: jobs with at least this many replicas carry the constraint
+	// (default 2: multi-pod jobs).
+	MinReplicas *int32 `yaml:"minReplicas"`
+}
+
+type netTopo struct {
+	soft        bool
+	highest     int
+	tiers       []sim.Level
+	minReplicas int32
 }
 
 // TierSpec is one tier of plugins (volcano-scheduler.conf `tiers[]`).
@@ -103,9 +129,9 @@ func DefaultTiers() []TierSpec {
 }
 
 // modelled plugins; notModelled are accepted with a warning.
-var modelled = []string{"priority", "gang", "conformance", "overcommit", "drf", "predicates", "proportion", "nodeorder", "binpack"}
+var modelled = []string{"priority", "gang", "conformance", "overcommit", "drf", "predicates", "proportion", "nodeorder", "binpack", "network-topology-aware"}
 
-var notModelled = []string{"sla", "tdm", "numaaware", "task-topology", "capacity", "network-topology-aware", "rescheduling",
+var notModelled = []string{"sla", "tdm", "numaaware", "task-topology", "capacity", "rescheduling",
 	"usage", "resource-strategy-fit", "extender", "deviceshare", "pdb", "cdp", "nodegroup", "resourcequota"}
 
 var knownActions = []string{"enqueue", "allocate", "backfill", "preempt", "reclaim"}
@@ -192,6 +218,7 @@ type config struct {
 	byName       map[string]*queue
 	mapping      map[string]*queue
 	defQueue     *queue
+	netTopo      *netTopo
 	warnings     []string
 }
 
@@ -299,6 +326,42 @@ func buildConfig(p Params) (*config, error) {
 	}
 	if err := c.buildQueues(p); err != nil {
 		return nil, err
+	}
+	if nt := p.NetworkTopology; nt != nil {
+		c.netTopo = &netTopo{highest: 1, minReplicas: 2, tiers: []sim.Level{sim.LevelLeaf, sim.LevelSpine}}
+		switch nt.Mode {
+		case "", "hard":
+		case "soft":
+			c.netTopo.soft = true
+		default:
+			return nil, fmt.Errorf("networkTopology.mode: %q (want hard or soft)", nt.Mode)
+		}
+		if len(nt.Tiers) > 0 {
+			c.netTopo.tiers = nil
+			for i, name := range nt.Tiers {
+				l, err := sim.ParseLevel(name)
+				if err != nil {
+					return nil, fmt.Errorf("networkTopology.tiers[%d]: %v", i, err)
+				}
+				if i > 0 && l <= c.netTopo.tiers[i-1] {
+					return nil, fmt.Errorf("networkTopology.tiers[%d]: %s is not looser than %s (list tiers tightest first)", i, l, c.netTopo.tiers[i-1])
+				}
+				c.netTopo.tiers = append(c.netTopo.tiers, l)
+			}
+		}
+		if nt.HighestTierAllowed != nil {
+			h := *nt.HighestTierAllowed
+			if h < 1 || h > len(c.netTopo.tiers) {
+				return nil, fmt.Errorf("networkTopology.highestTierAllowed: %d (want 1..%d, the number of tiers)", h, len(c.netTopo.tiers))
+			}
+			c.netTopo.highest = h
+		}
+		if nt.MinReplicas != nil {
+			if *nt.MinReplicas < 1 {
+				return nil, fmt.Errorf("networkTopology.minReplicas: must be >= 1")
+			}
+			c.netTopo.minReplicas = *nt.MinReplicas
+		}
 	}
 	return c, nil
 }

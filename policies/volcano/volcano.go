@@ -89,8 +89,14 @@ type Volcano struct {
 	place   []tentTask
 	evicts  []*vjob // the current statement's evictions
 	failed  map[shapeKey]sim.Reason
-	gpuBuf  []sim.GPUID
-	nodeBuf []sim.NodeID
+
+	// HyperNodes: nodeDom[tier][node] is the node's HyperNode at that tier; while
+	// restrictTier >= 0, predicates pass only nodes of HyperNode restrictDom.
+	nodeDom      [][]int32
+	restrictTier int
+	restrictDom  int32
+	gpuBuf       []sim.GPUID
+	nodeBuf      []sim.NodeID
 }
 
 type tentTask struct {
@@ -105,7 +111,7 @@ func New(p Params) (*Volcano, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Volcano{cfg: cfg}, nil
+	return &Volcano{cfg: cfg, restrictTier: -1}, nil
 }
 
 // Name returns "volcano".
@@ -129,6 +135,7 @@ func (s *Volcano) init(v *sim.View) error {
 			s.total[d] += s.nodeCap[n][d]
 		}
 	}
+	s.initHyperNodes(c)
 	s.rel = make([]res, c.NumNodes())
 	s.hold = make([]res, c.NumNodes())
 	s.tent = make([]res, c.NumNodes())

@@ -334,6 +334,10 @@ func TestParamErrors(t *testing.T) {
 		{`queueMapping: {x: nope}`, `queueMapping.x: queue "nope" is not defined`},
 		{`defaultQueue: nope`, `defaultQueue: queue "nope" is not defined`},
 		{`schedulePeriod: 0`, "schedulePeriod: must be > 0"},
+		{`networkTopology: {mode: strict}`, `networkTopology.mode: "strict"`},
+		{`networkTopology: {tiers: [spine, leaf]}`, "networkTopology.tiers[1]: leaf is not looser than spine"},
+		{`networkTopology: {tiers: [rack]}`, "networkTopology.tiers[0]: unknown topology level"},
+		{`networkTopology: {highestTierAllowed: 3}`, "networkTopology.highestTierAllowed: 3 (want 1..2"},
 		{`tiers: [{plugins: [{name: gang}, {name: binpack, arguments: {binpack.weight: heavy}}]}]`, `binpack.weight: "heavy" is not a number`},
 	} {
 		var doc yaml.Node
@@ -473,4 +477,36 @@ func TestFractionalGPUs(t *testing.T) {
 		MakeJob("h3").Milli(500).Dur(5).Obj(),
 	)
 	wantStarts(t, res, map[string]float64{"h1": 0, "h2": 0, "h3": 10})
+}
+
+// HyperNodes (networkTopology, hard mode, tier 1 = leaf): 8 nodes in two leaves of
+// 4; h100 blockers hold n0 and n1 (leaf 0) until 100 s, a100 blockers hold n4 and
+// n5 (leaf 1) until 50 s. A 3 x 8-GPU gang fits the cluster at once (n2, n3, n6) but
+// no single leaf until 50 s; allowing tier 2 (the spine, the whole cluster here) or
+// soft mode starts it at once.
+func TestHyperNodeTiers(t *testing.T) {
+	nodes := Nodes(8, 8)
+	nodes[4].GPUModel, nodes[5].GPUModel = "a100", "a100"
+	jobs := []sim.JobSpec{
+		MakeJob("b0").GPUs(8).Models("h100").Dur(100).Obj(),
+		MakeJob("b1").GPUs(8).Models("h100").Dur(100).Obj(),
+		MakeJob("b4").GPUs(8).Models("a100").Dur(50).Obj(),
+		MakeJob("b5").GPUs(8).Models("a100").Dur(50).Obj(),
+		MakeJob("g").GPUs(8).Replicas(3).At(1).Dur(10).Obj(),
+	}
+	for _, tc := range []struct {
+		params string
+		want   float64
+	}{
+		{``, 1},
+		{`networkTopology: {}`, 50},
+		{`networkTopology: {mode: hard, highestTierAllowed: 2}`, 1},
+		{`networkTopology: {mode: soft}`, 1},
+		{`networkTopology: {minReplicas: 4}`, 1},
+	} {
+		res := Run(t, nodes, newVolcano(t, tc.params), jobs...)
+		if got := Starts(res)["g"]; got != tc.want {
+			t.Errorf("%q: g started at %v, want %v\n%s", tc.params, got, tc.want, Schedule(res))
+		}
+	}
 }
