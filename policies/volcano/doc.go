@@ -17,8 +17,10 @@
 //     victims: intersection per tier, an empty tier defers to the next);
 //   - evictions: a victim keeps running for evictionGracePeriod, then stops
 //     (requeued); its preemptor is pipelined and starts at the first session
-//     after the resources are free.
+//     after the resources are free;
+//   - HyperNode network topology (hard/soft, highestTierAllowed) for
+//     multi-replica jobs, with tiers mapped onto gpusim topology levels.
 //
 // Not simulated: elastic jobs (minAvailable < replicas), per-task priorities,
-// HyperNodes, the capacity/sla/tdm plugins, hierarchical queues, affinities.
+// the capacity/sla/tdm plugins, hierarchical queues, affinities.
 package volcano

@@ -55,7 +55,7 @@ func (g *gangCheck) Schedule(v *sim.View, p *sim.Plan) error {
 // capability; the schedule does not depend on the input order of equal-time jobs.
 func TestPropertyVolcano(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		nNodes := rapid.IntRange(1, 4).Draw(rt, "nodes")
+		nNodes := rapid.IntRange(1, 6).Draw(rt, "nodes") // two leaves from 5 nodes
 		nQueues := rapid.IntRange(1, 3).Draw(rt, "queues")
 		evict := rapid.Bool().Draw(rt, "preemptReclaim")
 		caps := make([]int, nQueues)
@@ -71,6 +71,9 @@ func TestPropertyVolcano(t *testing.T) {
 		}
 		if evict {
 			b.WriteString(`actions: "enqueue, allocate, preempt, reclaim, backfill"` + "\n")
+		}
+		if rapid.Bool().Draw(rt, "hypernodes") {
+			b.WriteString("networkTopology: {mode: " + rapid.SampledFrom([]string{"hard", "soft"}).Draw(rt, "mode") + "}\n")
 		}
 		params := b.String()
 		var jobs []sim.JobSpec

@@ -13,8 +13,8 @@ import (
 
 func init() {
 	policies.Register(policies.Info{Name: "volcano",
-		Summary: "Volcano scheduler: periodic sessions running enqueue/allocate/backfill (+preempt, reclaim) with tiered plugins: gang, priority, drf, proportion (weighted water-filling of queue deserved shares), overcommit, binpack, nodeorder.",
-		Params:  "schedulePeriod (1s); evictionGracePeriod (30s); actions; tiers (volcano-scheduler.conf syntax); queues [{name, weight, capability, guarantee, priority, reclaimable, state}]; queueMapping; defaultQueue"},
+		Summary: "Volcano scheduler: periodic sessions running enqueue/allocate/backfill (+preempt, reclaim) with tiered plugins: gang, priority, drf, proportion (weighted water-filling of queue deserved shares), overcommit, binpack, nodeorder; optional HyperNode network topology.",
+		Params:  "schedulePeriod (1s); evictionGracePeriod (30s); actions; tiers (volcano-scheduler.conf syntax); queues [{name, weight, capability, guarantee, priority, reclaimable, state}]; queueMapping; defaultQueue; networkTopology {mode, highestTierAllowed, tiers, minReplicas}"},
 		func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
 			p, err := ParamsFromYAML(n)
 			if err != nil {
