@@ -191,23 +191,39 @@ func (k *Kueue) lqUsage(lq *lqState) float64 {
 // queue order. The scan stops once every LocalQueue of the ClusterQueue has been
 // seen (it walks the whole queue only while some LocalQueue has nothing queued).
 func (k *Kueue) afsHead(cq *clusterQueue) *workload {
+	// The first queued workload of each LocalQueue, over every bucket (each bucket
+	// is in queue order, so a bucket's walk stops once it has seen every LocalQueue).
+	var firsts []*workload
+	var seen []*lqState
+	for _, b := range cq.buckets {
+		seen = seen[:0]
+		for _, w := range b.heap {
+			if slices.Contains(seen, w.lq) {
+				continue
+			}
+			seen = append(seen, w.lq)
+			i := slices.IndexFunc(firsts, func(f *workload) bool { return f.lq == w.lq })
+			if i < 0 {
+				firsts = append(firsts, w)
+			} else if k.less(w, firsts[i]) {
+				firsts[i] = w
+			}
+			if len(seen) >= cq.afsLQs {
+				break
+			}
+		}
+	}
+	// The LocalQueue with the lowest usage wins; ties go to the one whose first
+	// workload comes first in queue order.
 	var best *workload
 	bestU := 0.0
-	var seen []*lqState
-	for _, w := range cq.heap {
-		if slices.Contains(seen, w.lq) {
-			continue
-		}
-		seen = append(seen, w.lq)
+	for _, w := range firsts {
 		u := math.Inf(1)
 		if w.lq != nil {
 			u = k.lqUsage(w.lq)
 		}
-		if best == nil || u < bestU {
+		if best == nil || u < bestU || u == bestU && k.less(w, best) {
 			best, bestU = w, u
-		}
-		if len(seen) >= cq.afsLQs {
-			break
 		}
 	}
 	return best

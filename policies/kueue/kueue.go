@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -101,7 +100,8 @@ type workload struct {
 	reserved []frQ // quota held since it issued preemptions
 	queued   bool  // in its ClusterQueue's queue
 	parked   bool
-	wlExt    // fair sharing, AFS, waitForPodsReady (fairsharing.go)
+	bk       *bucket // its equivalence bucket in its ClusterQueue (set on first push)
+	wlExt            // fair sharing, AFS, waitForPodsReady (fairsharing.go)
 }
 
 type group struct {
@@ -120,11 +120,14 @@ type clusterQueue struct {
 	canBorrow  string // whenCanBorrow
 	canPreempt string // whenCanPreempt
 	groups     []group
-	heap       []*workload
-	parked     []*workload
-	admitted   []*workload // by admission order
-	sticky     *workload   // BestEffortFIFO preemptor that keeps the head
-	cqExt                  // Admission Fair Sharing (fairsharing.go)
+	buckets    []*bucket         // the queue, split by scheduling equivalence (queue.go)
+	bucketOf   map[eqKey]*bucket // lazily created
+	nQueued    int               // queued workloads over all buckets
+	nParked    int               // parked workloads over all buckets
+	admitted   []*workload       // by admission order
+	sticky     *workload         // BestEffortFIFO preemptor that keeps the head
+	peers      []*clusterQueue   // ClusterQueues of the same cohort tree (itself included), in k.cqs order
+	cqExt                        // Admission Fair Sharing (fairsharing.go)
 }
 
 // Kueue is the kueue policy. See the package documentation for what is simulated.
@@ -145,6 +148,8 @@ type Kueue struct {
 	pendingPl  []*workload // admitted, waiting for placement, in admission order
 	evictions  []eviction
 	tmp        sim.Job
+	candBuf    []*workload // targets scratch
+	parkBuf    []*workload // park scratch
 	warnings   []string
 	pendingErr error
 	cycles     int64
@@ -337,8 +342,14 @@ func (k *Kueue) build() error {
 		k.cqByName[name] = cq
 	}
 	roots := map[*qnode]bool{}
+	byRoot := map[*qnode][]*clusterQueue{}
 	for _, cq := range k.cqs {
-		roots[cq.node.root()] = true
+		r := cq.node.root()
+		roots[r] = true
+		byRoot[r] = append(byRoot[r], cq)
+	}
+	for _, cq := range k.cqs {
+		cq.peers = byRoot[cq.node.root()]
 	}
 	for r := range roots {
 		r.computeQuotas()
@@ -403,79 +414,6 @@ func (k *Kueue) less(a, b *workload) bool {
 		return a.qts < b.qts // queue-order timestamp: creation, or PodsReady eviction
 	}
 	return a.job.Ref < b.job.Ref
-}
-
-// push inserts w into its queue (kept sorted by Kueue's order).
-// merge returns the sorted union of two sorted workload lists (a fresh slice).
-func (k *Kueue) merge(a, b []*workload) []*workload {
-	out := make([]*workload, 0, len(a)+len(b))
-	i, j := 0, 0
-	for i < len(a) && j < len(b) {
-		if k.less(b[j], a[i]) {
-			out = append(out, b[j])
-			j++
-		} else {
-			out = append(out, a[i])
-			i++
-		}
-	}
-	return append(append(out, a[i:]...), b[j:]...)
-}
-
-func (k *Kueue) cmp(a, b *workload) int {
-	if k.less(a, b) {
-		return -1
-	}
-	if k.less(b, a) {
-		return 1
-	}
-	return 0
-}
-
-// push inserts w into its queue (kept sorted by Kueue's order).
-func (k *Kueue) push(w *workload) {
-	if w.queued {
-		return
-	}
-	cq := w.cq
-	i := sort.Search(len(cq.heap), func(i int) bool { return k.less(w, cq.heap[i]) })
-	cq.heap = slices.Insert(cq.heap, i, w)
-	w.queued = true
-}
-
-func (k *Kueue) removeFromQueue(w *workload) {
-	cq := w.cq
-	if w.queued {
-		i := sort.Search(len(cq.heap), func(i int) bool { return !k.less(cq.heap[i], w) })
-		if i < len(cq.heap) && cq.heap[i] == w {
-			cq.heap = slices.Delete(cq.heap, i, i+1)
-		}
-		w.queued = false
-	}
-	if w.parked {
-		if i := slices.Index(cq.parked, w); i >= 0 {
-			cq.parked = slices.Delete(cq.parked, i, i+1)
-		}
-		w.parked = false
-	}
-}
-
-// unpark returns every parked workload of the cohort tree containing cq to its
-// queue (BestEffortFIFO requeues inadmissible workloads on relevant events).
-func (k *Kueue) unpark(cq *clusterQueue) {
-	root := cq.node.root()
-	for _, c := range k.cqs {
-		if c.node.root() != root || len(c.parked) == 0 {
-			continue
-		}
-		for _, w := range c.parked {
-			w.parked = false
-			w.queued = true
-		}
-		// Both lists are sorted: merge in O(n) (the parked list is kept sorted).
-		c.heap = k.merge(c.heap, c.parked)
-		c.parked = c.parked[:0]
-	}
 }
 
 // Observe keeps Kueue's workload state in step with the engine.

@@ -1,8 +1,8 @@
 package kueue
 
 import (
+	"cmp"
 	"slices"
-	"sort"
 )
 
 // targets chooses victims for a preempting entry with Kueue's classical algorithm:
@@ -29,14 +29,15 @@ func (k *Kueue) targets(e *entry) []*workload {
 		}
 		return false
 	}
-	var cands []*workload
+	cands := k.candBuf[:0]
+	defer func() { k.candBuf = cands[:0] }()
 	cross := false
-	for _, cq := range k.cqs {
+	for _, cq := range C.peers {
 		own := cq == C
 		if own && C.within == "Never" {
 			continue
 		}
-		if !own && (C.reclaim == "Never" || C.node.parent == nil || cq.node.root() != C.node.root() || !k.borrowingOn(cq, e.assign)) {
+		if !own && (C.reclaim == "Never" || C.node.parent == nil || !k.borrowingOn(cq, e.assign)) {
 			continue // only ClusterQueues above their nominal quota on what we need lose workloads
 		}
 		for _, x := range cq.admitted {
@@ -68,21 +69,24 @@ func (k *Kueue) targets(e *entry) []*workload {
 	if len(cands) == 0 {
 		return nil
 	}
-	sort.SliceStable(cands, func(a, b int) bool {
-		x, y := cands[a], cands[b]
+	// A total order (it ends with the JobRef), so an unstable sort is exact.
+	slices.SortFunc(cands, func(x, y *workload) int {
 		if (x.cq != C) != (y.cq != C) {
-			return x.cq != C
+			if x.cq != C {
+				return -1
+			}
+			return 1
 		}
 		if c := k.afsCandCmp(x, y); c != 0 {
-			return c < 0
+			return c
 		}
 		if x.prio != y.prio {
-			return x.prio < y.prio
+			return cmp.Compare(x.prio, y.prio)
 		}
 		if x.admitSeq != y.admitSeq {
-			return x.admitSeq > y.admitSeq
+			return cmp.Compare(y.admitSeq, x.admitSeq)
 		}
-		return x.job.Ref < y.job.Ref
+		return cmp.Compare(x.job.Ref, y.job.Ref)
 	})
 	attempts := []bool{true}
 	if cross {

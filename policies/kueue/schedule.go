@@ -119,13 +119,13 @@ func (k *Kueue) head(cq *clusterQueue) *workload {
 		}
 		cq.sticky = nil
 	}
-	if len(cq.heap) == 0 {
+	if cq.nQueued == 0 {
 		return nil
 	}
 	if cq.afsOn {
 		return k.afsHead(cq)
 	}
-	return cq.heap[0]
+	return k.minHead(cq)
 }
 
 // cycle is one Kueue scheduling cycle: one head per ClusterQueue, nominate,
@@ -243,34 +243,11 @@ func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
 // SchedulingEquivalenceHashing bulk-moves them to the inadmissible set, since they
 // would fail the same way. They return on the next relevant event.
 func (k *Kueue) requeueInadmissible(w *workload) bool {
-	cq := w.cq
-	if cq.strict {
+	if w.cq.strict {
 		return false // StrictFIFO: the head stays and blocks its queue
 	}
-	k.removeFromQueue(w)
-	w.parked = true
-	batch := []*workload{w}
-	keep := cq.heap[:0]
-	for _, o := range cq.heap {
-		if o.prio <= w.prio && equivalent(&o.job.Spec, &w.job.Spec) && k.tasSameRequest(o, w) {
-			o.queued = false
-			o.parked = true
-			batch = append(batch, o) // in queue order, after w
-			continue
-		}
-		keep = append(keep, o)
-	}
-	slices.SortFunc(batch, k.cmp) // w may be a sticky head that is not the queue's minimum
-	cq.parked = k.merge(cq.parked, batch)
-	clear(cq.heap[len(keep):])
-	cq.heap = keep
+	k.park(w)
 	return true
-}
-
-// equivalent reports whether two jobs request the same resources on the same models.
-func equivalent(a, b *sim.JobSpec) bool {
-	return a.Replicas == b.Replicas && a.GPUsPerReplica == b.GPUsPerReplica && a.GPUMilli == b.GPUMilli &&
-		a.CPUMilli == b.CPUMilli && a.MemoryMiB == b.MemoryMiB && slices.Equal(a.GPUModels, b.GPUModels)
 }
 
 func (k *Kueue) admit(w *workload, e *entry) {

@@ -331,11 +331,6 @@ func (k *Kueue) tasRequest(w *workload, topo *tasTopology) policies.TASRequest {
 	return req
 }
 
-// tasSameRequest: SchedulingEquivalenceHashing includes the topology request.
-func (k *Kueue) tasSameRequest(a, b *workload) bool {
-	return k.tas == nil || k.tasRule(a) == k.tasRule(b)
-}
-
 func (k *Kueue) flavorOfFR(fr int) int {
 	t := k.tas
 	if len(t.frFlavor) != len(k.frIndex) {
@@ -524,7 +519,7 @@ func (k *Kueue) tasUnpark() {
 		return
 	}
 	for _, cq := range k.tas.tasCQs {
-		if len(cq.parked) > 0 {
+		if cq.nParked > 0 {
 			k.unpark(cq)
 		}
 	}
