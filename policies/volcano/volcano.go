@@ -204,7 +204,9 @@ func (s *Volcano) Schedule(v *sim.View, p *sim.Plan) error {
 		}
 		vj.evictAt = sim.Never
 		vj.inqueue = false
-		if vj.j.State == sim.StateRunning {
+		// A victim that finished meanwhile, or that the engine's preemption
+		// protection now covers, keeps running.
+		if vj.j.State == sim.StateRunning && preemptible(vj.j, s.now) {
 			if err := p.AddPreemptAfterGrace(vj.j.Ref, sim.PreemptRequeue, "volcano eviction", s.cfg.grace); err != nil {
 				return err
 			}
