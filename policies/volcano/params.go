@@ -282,6 +282,9 @@ func buildConfig(p Params) (*config, error) {
 			return nil, fmt.Errorf("actions: unknown or unsimulated action %q (simulated: %s)", a, strings.Join(knownActions, ", "))
 		}
 		c.actions = append(c.actions, a)
+		if a == "preempt" {
+			c.warnings = append(c.warnings, "actions: preempt: jobs of one queue with equal drf shares can preempt each other indefinitely (as in Volcano); set simulation.preemptMinRuntime to bound the churn")
+		}
 	}
 	tiers := p.Tiers
 	if len(tiers) == 0 {

@@ -380,6 +380,12 @@ func TestWarnings(t *testing.T) {
 			t.Errorf("missing warning %q in %q", w, ws)
 		}
 	}
+	if w := newVolcano(t, ``).Warnings(); len(w) != 0 {
+		t.Errorf("default configuration warns: %q", w)
+	}
+	if w := strings.Join(newVolcano(t, `actions: "enqueue, allocate, preempt"`).Warnings(), "\n"); !strings.Contains(w, "preemptMinRuntime") {
+		t.Errorf("preempt should warn about churn: %q", w)
+	}
 	if v.cfg.ocFactor != 1.2 {
 		t.Errorf("factor %v", v.cfg.ocFactor)
 	}
