@@ -168,7 +168,8 @@ func (s *Volcano) allocateJob(vj *vjob) error {
 		ok = s.tryPlace(vj)
 	}
 	if !ok {
-		if vj.reason == sim.ReasonNoCapacity || vj.reason == sim.ReasonTopology {
+		// (Topology jobs are not cached: their dry-runs mix quota and node failures.)
+		if !s.topoJob(vj) && (vj.reason == sim.ReasonNoCapacity || vj.reason == sim.ReasonTopology) {
 			if s.failed == nil {
 				s.failed = map[shapeKey]sim.Reason{}
 			}
