@@ -516,3 +516,16 @@ func TestHyperNodeTiers(t *testing.T) {
 		}
 	}
 }
+
+// Overused end to end: queue a runs a1 (4 GPUs, 1 core) and is at its deserved 4
+// GPUs (b's pending 8-GPU job takes the other half) but below its deserved CPU (9
+// cores: its request), so it is not overused and its CPU-only job starts in the
+// next session. A GPU-only (or any-dimension) Overused test would skip queue a.
+func TestOverusedEndToEnd(t *testing.T) {
+	res := Run(t, Nodes(1, 8), newVolcano(t, `queues: [{name: a}, {name: b}]`),
+		MakeJob("a1").Queue("a").GPUs(4).CPU(1000).Dur(100).Obj(),
+		MakeJob("a-cpu").Queue("a").GPUs(0).CPU(8000).At(0.5).Dur(10).Obj(),
+		MakeJob("b1").Queue("b").GPUs(8).At(0.5).Dur(10).Obj(),
+	)
+	wantStarts(t, res, map[string]float64{"a1": 0, "a-cpu": 1, "b1": 100})
+}
