@@ -213,7 +213,10 @@ func (s *Volcano) tryPlace(vj *vjob) bool {
 			s.unplace(vj)
 			return false
 		}
-		t, found := s.pickNode(vj)
+		t, found := s.nominatedNode(vj, int(r))
+		if !found {
+			t, found = s.pickNode(vj)
+		}
 		if !found {
 			vj.reason = s.noNodeReason(vj)
 			s.unplace(vj)
@@ -225,6 +228,19 @@ func (s *Volcano) tryPlace(vj *vjob) bool {
 		vj.alloc = add(vj.alloc, vj.task)
 	}
 	return true
+}
+
+// nominatedNode returns task r's nominated node when its idle resources fit.
+func (s *Volcano) nominatedNode(vj *vjob, r int) (tentTask, bool) {
+	if r >= len(vj.nominated) {
+		return tentTask{}, false
+	}
+	n := vj.nominated[r]
+	if !s.predicate(vj, n) {
+		return tentTask{}, false
+	}
+	g, ok := s.fits(vj, n, s.idle(n), false)
+	return tentTask{n: n, gpu: g}, ok
 }
 
 // unplace undoes tryPlace's tentative charges.
@@ -263,6 +279,7 @@ func (s *Volcano) start(vj *vjob) error {
 	if err := s.p.AddStart(vj.j.Ref, s.nodeBuf, s.gpuBuf); err != nil {
 		return err
 	}
+	vj.nominated = vj.nominated[:0]
 	vj.started = true
 	s.changed = true
 	return nil

@@ -182,6 +182,10 @@ func (s *Volcano) evictFor(vj *vjob, reclaim bool, onNode [][]*vjob) {
 			}
 			return int(a.j.Ref - b.j.Ref)
 		})
+		vj.nominated = vj.nominated[:0]
+		for _, t := range s.place {
+			vj.nominated = append(vj.nominated, t.n)
+		}
 		vj.pipelined = true
 		vj.reason = sim.ReasonPreempting
 		s.updateShare(q)

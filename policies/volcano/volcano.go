@@ -56,6 +56,9 @@ type vjob struct {
 	bestEffort bool
 	inqueue    bool     // PodGroup phase Inqueue (passed enqueue)
 	evictAt    sim.Time // Never unless evicted: the job stops then
+	// nominated holds, per task, the node a preempt/reclaim pipelined it onto
+	// (the pod's nominatedNodeName): allocate tries it first.
+	nominated []sim.NodeID
 
 	// session state
 	alloc     res  // allocated resources (running, tentative or pipelined)

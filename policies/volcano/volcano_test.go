@@ -529,3 +529,39 @@ func TestOverusedEndToEnd(t *testing.T) {
 	)
 	wantStarts(t, res, map[string]float64{"a1": 0, "a-cpu": 1, "b1": 100})
 }
+
+// startRecorder records each start's nodes.
+type startRecorder struct {
+	*Volcano
+	nodes map[string][]sim.NodeID
+}
+
+func (r *startRecorder) Schedule(v *sim.View, p *sim.Plan) error {
+	n0 := len(p.Starts)
+	err := r.Volcano.Schedule(v, p)
+	for _, st := range p.Starts[n0:] {
+		r.nodes[string(v.Job(st.Job).Spec.ID)] = append([]sim.NodeID(nil), st.Nodes...)
+	}
+	return err
+}
+
+// A reclaiming job returns to its nominated node: p (queue a, weight 4) reclaims n1
+// from y (queue b) at 11 s — n0's job x (placed first: queue c has priority 1)
+// belongs to the non-reclaimable queue c.
+// At 41 s both y's eviction and x's completion free a node; p starts on n1, its
+// nominated node, not on n0, which the node order alone would pick.
+func TestReclaimNominatedNode(t *testing.T) {
+	v := newVolcano(t, `actions: "enqueue, allocate, reclaim, backfill"
+queues: [{name: a, weight: 4}, {name: b}, {name: c, reclaimable: false, priority: 1}]
+tiers: [{plugins: [{name: priority}, {name: gang}]}, {plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]}]`)
+	rec := &startRecorder{Volcano: v, nodes: map[string][]sim.NodeID{}}
+	res := Run(t, Nodes(2, 8), rec,
+		MakeJob("x").Queue("c").GPUs(8).Dur(41).Obj(),
+		MakeJob("y").Queue("b").GPUs(8).Dur(1000).Obj(),
+		MakeJob("p").Queue("a").GPUs(8).At(10.5).Dur(10).Obj(),
+	)
+	wantStarts(t, res, map[string]float64{"x": 0, "y": 0, "p": 41})
+	if got := rec.nodes["p"]; len(got) != 1 || got[0] != 1 {
+		t.Errorf("p started on %v, want its nominated node n1\n%s", got, Schedule(res))
+	}
+}
