@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -294,4 +295,44 @@ func (m *memProbe) Schedule(v *sim.View, p *sim.Plan) error {
 	}
 	p.Wake(sim.Time(sim.Seconds(50)))
 	return m.scripted.Schedule(v, p)
+}
+
+// pingPong preempts whatever runs and starts the other job, forever.
+type pingPong struct{ scripted }
+
+func (p *pingPong) Schedule(v *sim.View, pl *sim.Plan) error {
+	if r := v.Running(); len(r) > 0 {
+		if err := pl.AddPreempt(r[0].Ref, sim.PreemptRequeue, "ping-pong"); err != nil {
+			return err
+		}
+	}
+	pl.Wake(v.Now() + sim.Time(sim.Second))
+	return p.scripted.Schedule(v, pl)
+}
+
+func TestLivelockStopsTheRun(t *testing.T) {
+	a := simtest.MakeJob("a").GPUs(8).Dur(100).Obj()
+	b := simtest.MakeJob("b").GPUs(8).Dur(100).Obj()
+	_, err := runCkptErr(t, sim.Config{LivelockPreemptions: 50}, &pingPong{}, a, b)
+	if !errors.Is(err, sim.ErrLivelock) || !strings.Contains(err.Error(), "50 preemptions and no job finished since t=0s") {
+		t.Fatalf("err = %v", err)
+	}
+	// with a minimum run time every run completes
+	if _, err := runCkptErr(t, sim.Config{LivelockPreemptions: 50, PreemptMinRuntime: sim.Seconds(100)}, &politePingPong{}, a, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type politePingPong struct{ scripted }
+
+func (p *politePingPong) Schedule(v *sim.View, pl *sim.Plan) error {
+	if r := v.Running(); len(r) > 0 && r[0].Preemptible(v.Now()) {
+		if err := pl.AddPreempt(r[0].Ref, sim.PreemptRequeue, "ping-pong"); err != nil {
+			return err
+		}
+	}
+	if len(v.Running()) > 0 || v.PendingCount() > 0 {
+		pl.Wake(v.Now() + sim.Time(sim.Second))
+	}
+	return p.scripted.Schedule(v, pl)
 }

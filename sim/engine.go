@@ -48,6 +48,11 @@ type Config struct {
 	// PreemptAntiChurn protects a job from preemption for this long after its
 	// previous preemption, so the same job is not preempted again and again.
 	PreemptAntiChurn Duration
+	// LivelockPreemptions stops a run with an error when this many preemptions
+	// happen with no job finishing in between: a policy that keeps preempting
+	// (jobs evicting each other in a cycle) would otherwise never end. 0 means the
+	// default, 100,000; negative disables the check.
+	LivelockPreemptions int
 	// SampleInterval is the time-series sampling period; 0 disables sampling.
 	SampleInterval Duration
 	// Horizon stops the run at this time (0 = run until nothing is left to do).
@@ -105,6 +110,12 @@ type Result struct {
 	SchedulingPoints           int64
 }
 
+// DefaultLivelockPreemptions is Config.LivelockPreemptions' default.
+const DefaultLivelockPreemptions = 100_000
+
+// ErrLivelock is wrapped by the error of a run stopped by the livelock check.
+var ErrLivelock = errors.New("preemption livelock")
+
 // Engine runs one simulation. It is single-threaded and not safe for concurrent use.
 type Engine struct {
 	cfg     Config
@@ -140,6 +151,8 @@ type Engine struct {
 	points     int64
 	lastWake   Time
 	ended      int
+	preemptRun int  // preemptions since the last finish (livelock check)
+	lastFinish Time // time of the last completion
 	nextTick   int64
 	inSchedule bool
 	deferred   []Event
@@ -161,6 +174,9 @@ func NewEngine(cfg Config) (*Engine, error) {
 	}
 	if cfg.ProgressEvery <= 0 {
 		cfg.ProgressEvery = 1 << 16
+	}
+	if cfg.LivelockPreemptions == 0 {
+		cfg.LivelockPreemptions = DefaultLivelockPreemptions
 	}
 	e := &Engine{cfg: cfg, cluster: cfg.Cluster.Clone(), policy: cfg.Policy, lastWake: -1}
 	specs := make([]int, len(cfg.Jobs))
@@ -630,6 +646,8 @@ func (e *Engine) finish(it qitem) bool {
 		j.Overhead += ovh
 		e.record(EvTimeout, j.Ref, 0)
 	} else {
+		e.preemptRun = 0
+		e.lastFinish = e.now
 		j.State = StateCompleted
 		ovh := el - Duration(math.Ceil(float64(j.Spec.Duration-j.runDone)/j.speed))
 		if j.speed == 1 {
@@ -661,6 +679,10 @@ func (e *Engine) applyPreempt(p *Preempt) error {
 	if p.Grace < 0 {
 		return fmt.Errorf("negative grace %s", p.Grace)
 	}
+	if lim := e.cfg.LivelockPreemptions; lim > 0 && e.preemptRun >= lim {
+		return fmt.Errorf("%w: %d preemptions and no job finished since t=%s; the policy keeps preempting (jobs evict each other in a cycle): set simulation.preemptMinRuntime or preemptAntiChurn, or change the preemption settings", ErrLivelock, e.preemptRun, e.lastFinish)
+	}
+	e.preemptRun++
 	e.events++
 	e.stop(j, p.Mode == PreemptSuspend)
 	el := Duration(e.now - j.LastStart)

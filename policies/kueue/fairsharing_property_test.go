@@ -378,7 +378,12 @@ func TestNoPartialGangAdmission(t *testing.T) {
 				Prio(int32(rapid.IntRange(0, 2).Draw(t, "prio"))).At(float64(rapid.IntRange(0, 50).Draw(t, "at"))).
 				Dur(float64(rapid.IntRange(1, 100).Draw(t, "dur"))).Obj())
 		}
-		e, err := sim.NewEngine(sim.Config{Cluster: Cluster(tt, Nodes(2, 8)), Jobs: jobs, Policy: gangCheck{k, t}, Seed: 1})
+		// Fair sharing plus priority preemption can cycle forever on some trees
+		// (A reclaims from B, a higher-priority workload of A preempts A's, B then
+		// preempts that one by share, ...), as it can in Kueue. A minimum run time
+		// with checkpoints makes every run progress, so every run ends.
+		e, err := sim.NewEngine(sim.Config{Cluster: Cluster(tt, Nodes(2, 8)), Jobs: jobs, Policy: gangCheck{k, t}, Seed: 1,
+			PreemptMinRuntime: 2 * sim.Second, CheckpointInterval: sim.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -100,8 +100,9 @@ type workload struct {
 	reserved []frQ // quota held since it issued preemptions
 	queued   bool  // in its ClusterQueue's queue
 	parked   bool
-	bk       *bucket // its equivalence bucket in its ClusterQueue (set on first push)
-	wlExt            // fair sharing, AFS, waitForPodsReady (fairsharing.go)
+	bk       *bucket          // its equivalence bucket in its ClusterQueue (set on first push)
+	req      map[string]int64 // requests(job), cached by nominate
+	wlExt                     // fair sharing, AFS, waitForPodsReady (fairsharing.go)
 }
 
 type group struct {
@@ -124,6 +125,7 @@ type clusterQueue struct {
 	bucketOf   map[eqKey]*bucket // lazily created
 	nQueued    int               // queued workloads over all buckets
 	nParked    int               // parked workloads over all buckets
+	covered    map[string]bool   // resources some resource group covers (cached)
 	admitted   []*workload       // by admission order
 	sticky     *workload         // BestEffortFIFO preemptor that keeps the head
 	peers      []*clusterQueue   // ClusterQueues of the same cohort tree (itself included), in k.cqs order
@@ -150,6 +152,9 @@ type Kueue struct {
 	tmp        sim.Job
 	candBuf    []*workload // targets scratch
 	parkBuf    []*workload // park scratch
+	remBuf     []*workload // targets result
+	evicted    int         // evictions carried out (running or admitted workloads)
+	candOrd    candOrder   // targets candidate order
 	warnings   []string
 	pendingErr error
 	cycles     int64
@@ -415,6 +420,11 @@ func (k *Kueue) less(a, b *workload) bool {
 	}
 	return a.job.Ref < b.job.Ref
 }
+
+// Evictions returns how many admitted workloads Kueue has evicted so far (by
+// preemption), whether or not they had started running: a workload evicted before
+// its pods ran is not a preemption in the engine.
+func (k *Kueue) Evictions() int { return k.evicted }
 
 // Observe keeps Kueue's workload state in step with the engine.
 func (k *Kueue) Observe(v *sim.View, e sim.Event) {

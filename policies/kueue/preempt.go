@@ -69,8 +69,11 @@ func (k *Kueue) targets(e *entry) []*workload {
 	if len(cands) == 0 {
 		return nil
 	}
-	// A total order (it ends with the JobRef), so an unstable sort is exact.
-	slices.SortFunc(cands, func(x, y *workload) int {
+	// Candidates are taken in order until the preemptor fits, usually after a
+	// few: a lazily popped heap instead of sorting them all. The order is total
+	// (it ends with the JobRef), so the result is the sorted order's.
+	ord := &k.candOrd
+	ord.reset(cands, func(x, y *workload) int {
 		if (x.cq != C) != (y.cq != C) {
 			if x.cq != C {
 				return -1
@@ -97,9 +100,13 @@ func (k *Kueue) targets(e *entry) []*workload {
 		}
 	}
 	for _, allowBorrow := range attempts {
-		var removed []*workload
+		removed := k.remBuf[:0]
 		found := false
-		for _, x := range cands {
+		for i := 0; ; i++ {
+			x := ord.at(i)
+			if x == nil {
+				break
+			}
 			if x.cq != C {
 				if !k.borrowingOn(x.cq, e.assign) {
 					continue // no longer above its nominal quota on what we need
@@ -131,11 +138,63 @@ func (k *Kueue) targets(e *entry) []*workload {
 		for _, x := range removed {
 			k.take(x, +1)
 		}
+		k.remBuf = removed[:0]
 		if found {
-			return removed
+			return removed // valid until the next targets call
 		}
 	}
 	return nil
+}
+
+// candOrder hands out candidates in ascending order lazily: a binary heap whose
+// pops are kept, so at(i) costs O(log n) amortized per new element.
+type candOrder struct {
+	h, out []*workload
+	cmp    func(x, y *workload) int
+}
+
+func (o *candOrder) reset(c []*workload, cmp func(x, y *workload) int) {
+	o.h = append(o.h[:0], c...)
+	o.out = o.out[:0]
+	o.cmp = cmp
+	for i := len(o.h)/2 - 1; i >= 0; i-- {
+		o.down(i)
+	}
+}
+
+// at returns the i-th smallest candidate, or nil past the end.
+func (o *candOrder) at(i int) *workload {
+	for len(o.out) <= i {
+		n := len(o.h)
+		if n == 0 {
+			return nil
+		}
+		o.out = append(o.out, o.h[0])
+		o.h[0] = o.h[n-1]
+		o.h[n-1] = nil
+		o.h = o.h[:n-1]
+		o.down(0)
+	}
+	return o.out[i]
+}
+
+func (o *candOrder) down(i int) {
+	h := o.h
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && o.cmp(h[r], h[l]) < 0 {
+			m = r
+		}
+		if o.cmp(h[m], h[i]) >= 0 {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
 }
 
 // take adds (sign +1) or removes (-1) x's usage in the quota tree (what-if).

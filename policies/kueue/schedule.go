@@ -59,6 +59,10 @@ func (k *Kueue) Schedule(v *sim.View, p *sim.Plan) error {
 		c := v.Cluster()
 		for i := 0; i < len(k.pendingPl); {
 			w := k.pendingPl[i]
+			if w.evicting { // evicted before its pods ran: they are deleted, not started
+				i++
+				continue
+			}
 			if k.place(c, w) {
 				if err := p.AddStart(w.job.Ref, k.pl.Nodes, k.pl.GPUs); err != nil {
 					return err
@@ -93,6 +97,7 @@ func (k *Kueue) evict(p *sim.Plan, ev eviction) error {
 		return nil // finished during its grace period
 	}
 	wasRunning := w.state == wlRunning
+	k.evicted++
 	k.release(w)
 	w.state = wlPending
 	if wasRunning {
@@ -283,16 +288,25 @@ func (k *Kueue) fits(cq *clusterQueue, assign []frQ, allowBorrow bool) bool {
 // resource group, with flavorFungibility) and its mode.
 func (k *Kueue) nominate(v *sim.View, w *workload) *entry {
 	e := &entry{w: w, mode: modeFit}
-	req := requests(&w.job.Spec)
-	covered := map[string]bool{}
+	if w.req == nil {
+		w.req = requests(&w.job.Spec) // fixed per job: computed once
+	}
+	req := w.req
 	cq := w.cq
+	if cq.covered == nil {
+		cq.covered = map[string]bool{}
+		for _, g := range cq.groups {
+			for _, r := range g.covered {
+				cq.covered[r] = true
+			}
+		}
+	}
 	preemptEnabled := cq.within != "Never" || cq.reclaim != "Never"
 	var models []string
 	restricted := false
 	for _, g := range cq.groups {
 		var need []string
 		for _, r := range g.covered {
-			covered[r] = true
 			if req[r] > 0 {
 				need = append(need, r)
 			}
@@ -361,7 +375,7 @@ func (k *Kueue) nominate(v *sim.View, w *workload) *entry {
 		}
 	}
 	for r, q := range req {
-		if q > 0 && !covered[r] {
+		if q > 0 && !cq.covered[r] {
 			e.mode = modeNoFit // requests a resource its ClusterQueue does not cover
 			return e
 		}
