@@ -197,7 +197,7 @@ func (k *Kueue) afsHead(cq *clusterQueue) *workload {
 	var seen []*lqState
 	for _, b := range cq.buckets {
 		seen = seen[:0]
-		for _, w := range b.heap {
+		for _, w := range *b.heap() {
 			if slices.Contains(seen, w.lq) {
 				continue
 			}

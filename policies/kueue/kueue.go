@@ -95,11 +95,10 @@ type workload struct {
 	assign   []frQ    // quota held while admitted
 	models   []string // GPU models allowed by the assigned flavors (nil = job's own)
 	admitSeq int64
-	evicting bool  // preempted, terminating
-	waitVict int   // victims this preemptor waits for
-	reserved []frQ // quota held since it issued preemptions
-	queued   bool  // in its ClusterQueue's queue
-	parked   bool
+	evicting bool             // preempted, terminating
+	waitVict int              // victims this preemptor waits for
+	reserved []frQ            // quota held since it issued preemptions
+	side     uint8            // 0: neither queued nor parked; else 1 + the bucket list it is in (queue.go)
 	bk       *bucket          // its equivalence bucket in its ClusterQueue (set on first push)
 	req      map[string]int64 // requests(job), cached by nominate
 	wlExt                     // fair sharing, AFS, waitForPodsReady (fairsharing.go)
@@ -459,7 +458,7 @@ func (k *Kueue) Observe(v *sim.View, e sim.Event) {
 		}
 	case sim.EvPreempt:
 		// Our own eviction took effect: quota was released when it was applied.
-		if w != nil && w.state == wlPending && !w.parked {
+		if w != nil && w.state == wlPending && !w.parked() {
 			k.push(w)
 		}
 	}

@@ -69,6 +69,20 @@ func (k *Kueue) targets(e *entry) []*workload {
 	if len(cands) == 0 {
 		return nil
 	}
+	// Quota is monotone in removals: if the preemptor does not fit even with every
+	// candidate gone, no subset works and the candidates need no ordering.
+	if k.tas == nil {
+		for _, x := range cands {
+			k.take(x, -1)
+		}
+		ok := k.fitsEntry(e, true)
+		for _, x := range cands {
+			k.take(x, +1)
+		}
+		if !ok {
+			return nil
+		}
+	}
 	// Candidates are taken in order until the preemptor fits, usually after a
 	// few: a lazily popped heap instead of sorting them all. The order is total
 	// (it ends with the JobRef), so the result is the sorted order's.

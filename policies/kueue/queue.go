@@ -18,9 +18,18 @@ import (
 // O(buckets + moved workloads), not O(queue length), which matters when long
 // queues bounce between the queue and the inadmissible set on every event.
 type bucket struct {
-	heap   []*workload // queued, sorted by k.less
-	parked []*workload // inadmissible, sorted by k.less
+	lists [2][]*workload // one is the queue (sorted by k.less), the other the inadmissible set (sorted)
+	q     uint8          // index of the queue list; unparking an empty queue flips it in O(1)
 }
+
+func (b *bucket) heap() *[]*workload   { return &b.lists[b.q] }
+func (b *bucket) parked() *[]*workload { return &b.lists[b.q^1] }
+
+// queued reports whether w is in its ClusterQueue's queue.
+func (w *workload) queued() bool { return w.side != 0 && w.side-1 == w.bk.q }
+
+// parked reports whether w is in the inadmissible set.
+func (w *workload) parked() bool { return w.side != 0 && w.side-1 != w.bk.q }
 
 // eqKey identifies a bucket: what makes two workloads fail admission alike.
 type eqKey struct {
@@ -58,92 +67,117 @@ func (k *Kueue) bucketFor(w *workload) *bucket {
 
 // push inserts w into its queue (kept sorted by Kueue's order).
 func (k *Kueue) push(w *workload) {
-	if w.queued {
+	b := k.bucketFor(w)
+	if w.queued() {
 		return
 	}
-	b := k.bucketFor(w)
-	i := sort.Search(len(b.heap), func(i int) bool { return k.less(w, b.heap[i]) })
-	b.heap = slices.Insert(b.heap, i, w)
-	w.queued = true
+	h := b.heap()
+	i := sort.Search(len(*h), func(i int) bool { return k.less(w, (*h)[i]) })
+	*h = slices.Insert(*h, i, w)
+	w.side = b.q + 1
 	w.cq.nQueued++
 }
 
 // removeFromQueue takes w out of its queue or the inadmissible set.
 func (k *Kueue) removeFromQueue(w *workload) {
-	b := w.bk
-	if w.queued {
-		i := sort.Search(len(b.heap), func(i int) bool { return !k.less(b.heap[i], w) })
-		if i < len(b.heap) && b.heap[i] == w {
-			b.heap = slices.Delete(b.heap, i, i+1)
-		}
-		w.queued = false
-		w.cq.nQueued--
+	if w.side == 0 {
+		return
 	}
-	if w.parked {
-		i := sort.Search(len(b.parked), func(i int) bool { return !k.less(b.parked[i], w) })
-		if i < len(b.parked) && b.parked[i] == w {
-			b.parked = slices.Delete(b.parked, i, i+1)
-		}
-		w.parked = false
+	if w.queued() {
+		w.cq.nQueued--
+	} else {
 		w.cq.nParked--
 	}
+	l := &w.bk.lists[w.side-1]
+	i := sort.Search(len(*l), func(i int) bool { return !k.less((*l)[i], w) })
+	if i < len(*l) && (*l)[i] == w {
+		*l = slices.Delete(*l, i, i+1)
+	}
+	w.side = 0
 }
 
 // minHead returns the first queued workload of cq in queue order, or nil.
 func (k *Kueue) minHead(cq *clusterQueue) *workload {
 	var best *workload
 	for _, b := range cq.buckets {
-		if len(b.heap) > 0 && (best == nil || k.less(b.heap[0], best)) {
-			best = b.heap[0]
+		if h := *b.heap(); len(h) > 0 && (best == nil || k.less(h[0], best)) {
+			best = h[0]
 		}
 	}
 	return best
 }
 
 // park moves w (just found inadmissible) and every queued workload of its bucket
-// with no higher priority to the inadmissible set.
+// with no higher priority to the inadmissible set. When that is the whole queue
+// list (w being the ClusterQueue's head, it usually is), the two lists swap roles
+// instead of moving workloads.
 func (k *Kueue) park(w *workload) {
 	k.removeFromQueue(w)
 	b := w.bk
 	cq := w.cq
-	i := sort.Search(len(b.heap), func(i int) bool { return b.heap[i].prio <= w.prio })
-	batch := append(k.parkBuf[:0], b.heap[i:]...)
-	for _, o := range batch {
-		o.queued, o.parked = false, true
+	h := b.heap()
+	i := sort.Search(len(*h), func(i int) bool { return (*h)[i].prio <= w.prio })
+	n := len(*h) - i
+	cq.nQueued -= n
+	cq.nParked += n
+	if i == 0 && len(*b.parked()) <= n {
+		// The queue list becomes the inadmissible set; the old (smaller) set is
+		// merged into it and the queue list is left empty.
+		old := b.q ^ 1
+		b.q = old
+		dst := &b.lists[old^1]
+		side := old ^ 1 + 1
+		for _, o := range b.lists[old] {
+			o.side = side
+		}
+		*dst = k.mergeInto(*dst, b.lists[old])
+		clear(b.lists[old])
+		b.lists[old] = b.lists[old][:0]
+	} else {
+		batch := append(k.parkBuf[:0], (*h)[i:]...)
+		clear((*h)[i:])
+		*h = (*h)[:i]
+		side := b.q ^ 1 + 1
+		for _, o := range batch {
+			o.side = side
+		}
+		p := b.parked()
+		*p = k.mergeInto(*p, batch)
+		k.parkBuf = batch[:0]
 	}
-	cq.nQueued -= len(batch)
-	clear(b.heap[i:])
-	b.heap = b.heap[:i]
 	// w may be a sticky head that is not its bucket's minimum: insert it in order.
-	j := sort.Search(len(batch), func(j int) bool { return k.less(w, batch[j]) })
-	batch = slices.Insert(batch, j, w)
-	w.parked = true
-	cq.nParked += len(batch)
-	b.parked = k.mergeInto(b.parked, batch)
-	k.parkBuf = batch[:0]
+	p := b.parked()
+	j := sort.Search(len(*p), func(j int) bool { return k.less(w, (*p)[j]) })
+	*p = slices.Insert(*p, j, w)
+	w.side = b.q ^ 1 + 1
+	cq.nParked++
 }
 
 // unpark returns every parked workload of the cohort tree containing cq to its
 // queue (BestEffortFIFO requeues inadmissible workloads on relevant events).
+// A bucket whose queue is empty just swaps its two lists.
 func (k *Kueue) unpark(cq *clusterQueue) {
 	for _, c := range cq.peers {
 		if c.nParked == 0 {
 			continue
 		}
 		for _, b := range c.buckets {
-			if len(b.parked) == 0 {
+			p := b.parked()
+			if len(*p) == 0 {
 				continue
 			}
-			for _, w := range b.parked {
-				w.parked, w.queued = false, true
+			h := b.heap()
+			if len(*h) == 0 {
+				b.q ^= 1 // the inadmissible set becomes the queue, O(1)
+				continue
 			}
-			if len(b.heap) == 0 {
-				b.heap, b.parked = b.parked, b.heap[:0]
-			} else {
-				b.heap = k.mergeInto(b.heap, b.parked)
-				clear(b.parked)
-				b.parked = b.parked[:0]
+			side := b.q + 1
+			for _, w := range *p {
+				w.side = side
 			}
+			*h = k.mergeInto(*h, *p)
+			clear(*p)
+			*p = (*p)[:0]
 		}
 		c.nQueued += c.nParked
 		c.nParked = 0

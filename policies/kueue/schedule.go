@@ -119,7 +119,7 @@ func (k *Kueue) evict(p *sim.Plan, ev eviction) error {
 // from the inadmissible set cannot overtake it (Kueue#6929).
 func (k *Kueue) head(cq *clusterQueue) *workload {
 	if s := cq.sticky; s != nil {
-		if s.state == wlPending && s.queued {
+		if s.state == wlPending && s.queued() {
 			return s
 		}
 		cq.sticky = nil
