@@ -106,8 +106,11 @@ type Summary struct {
 	Slowdown Stats                   `json:"slowdown"`
 	Classes  map[string]GroupSummary `json:"classes"`
 	PerQueue map[string]GroupSummary `json:"per_queue"`
-	// PerUser is the same per user (team); "default" for jobs without one.
-	PerUser  map[string]GroupSummary `json:"per_user"`
+	// PerUser is the same per user; "unknown" for jobs without one.
+	PerUser map[string]GroupSummary `json:"per_user"`
+	// PerTeam is the same per team (the trace's team column); "unknown" for jobs
+	// without one.
+	PerTeam  map[string]GroupSummary `json:"per_team"`
 	Fairness Fairness                `json:"fairness"`
 	// MakespanS is the time of the last job end (finish, kill or timeout), seconds.
 	MakespanS float64 `json:"makespan_s"`
@@ -299,7 +302,7 @@ func (p Prices) of(res *sim.Result, j *sim.Job) float64 {
 // SummarizeWith is Summarize with showback prices (GroupSummary.Cost).
 func SummarizeWith(res *sim.Result, prov Provenance, wall time.Duration, price Prices) *Summary {
 	s := &Summary{Schema: SummarySchema, Scenario: prov.Scenario, Provenance: prov,
-		Classes: map[string]GroupSummary{}, PerQueue: map[string]GroupSummary{}, PerUser: map[string]GroupSummary{}}
+		Classes: map[string]GroupSummary{}, PerQueue: map[string]GroupSummary{}, PerUser: map[string]GroupSummary{}, PerTeam: map[string]GroupSummary{}}
 	if res == nil {
 		return s
 	}
@@ -308,6 +311,7 @@ func SummarizeWith(res *sim.Result, prov Provenance, wall time.Duration, price P
 	classes := map[string]*acc{}
 	queues := map[string]*acc{}
 	users := map[string]*acc{}
+	teams := map[string]*acc{}
 	get := func(m map[string]*acc, k string) *acc {
 		a := m[k]
 		if a == nil {
@@ -343,7 +347,7 @@ func SummarizeWith(res *sim.Result, prov Provenance, wall time.Duration, price P
 		done := j.State == sim.StateCompleted
 		all.add(m, done)
 		cost := held[i] * price.of(res, j)
-		for _, a := range []*acc{get(classes, classOf(j.Spec.Class)), get(queues, QueueName(j.Spec.Queue)), get(users, UserName(j.Spec.User))} {
+		for _, a := range []*acc{get(classes, classOf(j.Spec.Class)), get(queues, QueueName(j.Spec.Queue)), get(users, UserName(j.Spec.User)), get(teams, UserName(j.Spec.Team))} {
 			a.add(m, done)
 			a.preempt += int(j.Preempted)
 			a.gpuH += held[i]
@@ -364,6 +368,9 @@ func SummarizeWith(res *sim.Result, prov Provenance, wall time.Duration, price P
 	}
 	for k, a := range users {
 		s.PerUser[k] = a.group(totalH)
+	}
+	for k, a := range teams {
+		s.PerTeam[k] = a.group(totalH)
 	}
 	s.Fairness.JainUsers = round(jainOfMeans(users))
 	s.Fairness.JainQueues = round(jainOfMeans(queues))

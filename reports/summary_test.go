@@ -61,6 +61,11 @@ func TestSummarizeSmall(t *testing.T) {
 				GPUHours: 0.056944, Share: 0.267974},
 			"carol": {Jobs: 1},
 		},
+		PerTeam: map[string]GroupSummary{
+			"unknown": {Jobs: 5, Completed: 4, WaitS: Stats{47.5, 0, 100, 100, 100},
+				JCTS: Stats{91.25, 100, 110, 110, 110}, Slowdown: Stats{4.5, 1, 10.5, 10.5, 10.5},
+				GPUHours: 0.2125, Share: 1},
+		},
 		// 81 / (2 x (3.25^2 + 5.75^2)) = 0.9283667...
 		Fairness:         Fairness{JainUsers: 0.928367, JainQueues: 0.928367},
 		MakespanS:        125,
