@@ -99,14 +99,14 @@ type ClusterQueueSpec struct {
 	Cohort                  string             `yaml:"cohort"`     // v1beta1
 	CohortName              string             `yaml:"cohortName"` // v1beta2
 	QueueingStrategy        string             `yaml:"queueingStrategy"`
-	NamespaceSelector       *yaml.Node         `yaml:"namespaceSelector"`
+	NamespaceSelector       yaml.Node          `yaml:"namespaceSelector"` // a value, not a pointer: yaml.v3 leaves a *yaml.Node field empty
 	ResourceGroups          []ResourceGroup    `yaml:"resourceGroups"`
 	Preemption              *Preemption        `yaml:"preemption"`
 	FlavorFungibility       *FlavorFungibility `yaml:"flavorFungibility"`
 	FairSharing             *FairSharing       `yaml:"fairSharing"`
 	StopPolicy              string             `yaml:"stopPolicy"`
 	AdmissionChecks         []string           `yaml:"admissionChecks"`
-	AdmissionChecksStrategy *yaml.Node         `yaml:"admissionChecksStrategy"`
+	AdmissionChecksStrategy yaml.Node          `yaml:"admissionChecksStrategy"`
 	AdmissionScope          *AdmissionScope    `yaml:"admissionScope"`
 }
 
@@ -289,9 +289,9 @@ func (m *Manifests) addObject(where, file string, o *object) error {
 		for _, w := range []struct {
 			set  bool
 			name string
-		}{{len(s.AdmissionChecks) > 0 || s.AdmissionChecksStrategy != nil, "admissionChecks"},
+		}{{len(s.AdmissionChecks) > 0 || s.AdmissionChecksStrategy.Kind != 0, "admissionChecks"},
 			{s.StopPolicy != "" && s.StopPolicy != "None", "stopPolicy"},
-			{s.NamespaceSelector != nil && !emptyMapping(s.NamespaceSelector), "namespaceSelector (every LocalQueue pointing at the ClusterQueue is accepted)"}} {
+			{s.NamespaceSelector.Kind != 0 && !emptyMapping(&s.NamespaceSelector), "namespaceSelector (every LocalQueue pointing at the ClusterQueue is accepted)"}} {
 			if w.set {
 				m.Warnings = append(m.Warnings, fmt.Sprintf("%s: ClusterQueue %q: %s is not simulated", where, o.Metadata.Name, w.name))
 			}

@@ -300,3 +300,31 @@ func TestPerQueueMetricsAfterReclaim(t *testing.T) {
 		t.Errorf("shares add up to %v", d)
 	}
 }
+
+// namespaceSelector: {} (all namespaces, the documentation's setting) is what the
+// simulation does anyway; a real selector is reported as not simulated.
+func TestNamespaceSelectorWarning(t *testing.T) {
+	base := `apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: f}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: SEL
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: f, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
+`
+	for sel, warn := range map[string]bool{"{}": false, "{matchLabels: {team: a}}": true} {
+		m, err := ParseManifests("m.yaml", []byte(strings.Replace(base, "SEL", sel, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(strings.Join(m.Warnings, "\n"), "namespaceSelector")
+		if got != warn {
+			t.Errorf("namespaceSelector %s: warning %v, want %v (%v)", sel, got, warn, m.Warnings)
+		}
+	}
+}
