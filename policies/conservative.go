@@ -44,6 +44,16 @@ func (p *profile) add(t0, t1 sim.Time, delta int64) {
 	}
 }
 
+// nextAfter returns the first breakpoint after t, or sim.Never.
+func (p *profile) nextAfter(t sim.Time) sim.Time {
+	for _, x := range p.t {
+		if x > t {
+			return x
+		}
+	}
+	return sim.Never
+}
+
 // earliest returns the earliest breakpoint time >= from at which at least need GPUs
 // stay free for dur, or sim.Never.
 func (p *profile) earliest(from sim.Time, dur sim.Duration, need int64) sim.Time {
@@ -98,7 +108,10 @@ func (q *queuePolicy) conservative(v *sim.View, p *sim.Plan, h *sim.Job) error {
 			n = 0 // shares a GPU: frees no whole GPU for certain
 		}
 		if n > 0 {
-			profs[m].add(q.estEnd(r), sim.Never, n)
+			// A job past its estimated end (it ran slower than estimated) is
+			// expected to end any moment: just after now, never in the past (which
+			// would break the profile's time order).
+			profs[m].add(max(q.estEnd(r), now+1), sim.Never, n)
 		}
 		return true
 	})
@@ -149,13 +162,20 @@ func (q *queuePolicy) conservative(v *sim.View, p *sim.Plan, h *sim.Job) error {
 				}
 				return true
 			}
-			// Fits by count but not by placement now: reserve the next slot.
+			// Fits by count but not by placement now (fragmentation): placement
+			// can only change when a running job ends, so reserve the earliest slot
+			// from the next breakpoint on (not from now+1, which would hold the
+			// GPUs from now on for a job that cannot use them).
 			best, bm = sim.Never, -1
 			for m := range profs {
 				if need > 0 && !s.AllowsModel(models[m]) {
 					continue
 				}
-				if t := profs[m].earliest(now+1, dur, need); t < best {
+				nb := profs[m].nextAfter(now)
+				if nb == sim.Never {
+					continue
+				}
+				if t := profs[m].earliest(nb, dur, need); t < best {
 					best, bm = t, m
 				}
 			}

@@ -169,3 +169,48 @@ func yamlNode(t *testing.T, s string) *yaml.Node {
 	}
 	return n.Content[0]
 }
+
+// Conservative backfill with fragmentation: 2 nodes x 8 GPUs, X (4 GPUs, ends at
+// 100) on n0 and Y (4 GPUs, ends at 200) on n1. The head H needs 8 GPUs on one
+// node: 8 are free by count but not on one node, so H's reservation starts at the
+// next job end (100), not now; S (4 GPUs, 50 s) fits before it and starts at once.
+func TestConservativeFragmentedHeadReservesAtNextEnd(t *testing.T) {
+	jobs := []sim.JobSpec{
+		MakeJob("X").GPUs(4).Dur(100).Wall(100).Obj(),
+		MakeJob("Y").GPUs(4).Dur(200).Wall(200).Obj(),
+		MakeJob("H").GPUs(8).Dur(50).Wall(50).At(1).Obj(),
+		MakeJob("S").GPUs(4).Dur(50).Wall(50).At(2).Obj(),
+	}
+	p, err := New("conservative-backfill", yamlNode(t, "placement: spread"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := Run(t, Nodes(2, 8), p, jobs...)
+	want := map[string]float64{"X": 0, "Y": 0, "H": 100, "S": 2}
+	if d := cmp.Diff(want, Starts(res)); d != "" {
+		t.Errorf("starts (-want +got):\n%s\nlog:\n%s", d, Schedule(res))
+	}
+}
+
+// A job running past its estimated end (here: no walltime enforcement, the
+// estimate is half the run time) is expected to end any moment; the profile stays
+// in time order and later jobs are reserved after it.
+func TestConservativeOverrunningJob(t *testing.T) {
+	jobs := []sim.JobSpec{
+		MakeJob("A").GPUs(8).Dur(100).Wall(50).Obj(),
+		MakeJob("B").GPUs(8).Dur(100).Wall(100).At(60).Obj(),
+		MakeJob("C").GPUs(4).Dur(10).Wall(10).At(70).Obj(),
+	}
+	e, err := sim.NewEngine(sim.Config{Cluster: Cluster(t, Nodes(1, 8)), Jobs: jobs, Policy: mustPolicy(t, "conservative-backfill"), Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"A": 0, "B": 100, "C": 200}
+	if d := cmp.Diff(want, Starts(res)); d != "" {
+		t.Errorf("starts (-want +got):\n%s\nlog:\n%s", d, Schedule(res))
+	}
+}
