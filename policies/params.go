@@ -68,8 +68,19 @@ func DecodeParams(n *yaml.Node, out any) error {
 			names = append(names, tag)
 		}
 	}
+	var keys []*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k := n.Content[i]
+		if k := n.Content[i]; k.Tag == "!!merge" {
+			for _, m := range mergeSources(n.Content[i+1]) {
+				for j := 0; j+1 < len(m.Content); j += 2 {
+					keys = append(keys, m.Content[j])
+				}
+			}
+		} else {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
 		if !known[k.Value] {
 			if len(names) == 0 {
 				return fmt.Errorf("line %d: unknown parameter %q (this policy takes no parameters)", k.Line, k.Value)
@@ -145,6 +156,12 @@ func checkFields(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
+			if k.Tag == "!!merge" { // <<: *anchor — the merged mapping's keys are this struct's
+				for _, m := range mergeSources(v) {
+					checkFields(m, t, path, errs)
+				}
+				continue
+			}
 			p := k.Value
 			if path != "" {
 				p = path + "." + k.Value
@@ -173,4 +190,26 @@ func checkFields(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
 			checkFields(n.Content[i+1], t.Elem(), path+"."+n.Content[i].Value, errs)
 		}
 	}
+}
+
+// mergeSources returns the mappings a YAML merge key (<<) merges: an alias of a
+// mapping, a sequence of them, or an inline mapping.
+func mergeSources(v *yaml.Node) []*yaml.Node {
+	var out []*yaml.Node
+	add := func(x *yaml.Node) {
+		for x != nil && x.Kind == yaml.AliasNode {
+			x = x.Alias
+		}
+		if x != nil && x.Kind == yaml.MappingNode {
+			out = append(out, x)
+		}
+	}
+	if v.Kind == yaml.SequenceNode {
+		for _, c := range v.Content {
+			add(c)
+		}
+	} else {
+		add(v)
+	}
+	return out
 }

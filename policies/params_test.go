@@ -1,0 +1,59 @@
+package policies
+
+import (
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+type mergeParams struct {
+	Placement string         `yaml:"placement"`
+	Window    Dur            `yaml:"window"`
+	Queues    []mergeQueue   `yaml:"queues"`
+	Extra     map[string]int `yaml:"extra"`
+}
+
+type mergeQueue struct {
+	Name   string `yaml:"name"`
+	Weight int    `yaml:"weight"`
+}
+
+// YAML merge keys (<<: *anchor) are accepted and their keys checked like any other.
+func TestParamsMergeKeys(t *testing.T) {
+	doc := func(s string) *yaml.Node {
+		var d yaml.Node
+		if err := yaml.Unmarshal([]byte(s), &d); err != nil {
+			t.Fatal(err)
+		}
+		m := d.Content[0]
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if m.Content[i].Value == "p" {
+				return m.Content[i+1]
+			}
+		}
+		t.Fatal("no p")
+		return nil
+	}
+	var p mergeParams
+	n := doc("base: &b {placement: spread, window: 1h}\nq: &q {weight: 3}\np:\n  <<: *b\n  queues: [{<<: *q, name: a}]\n")
+	if err := DecodeParams(n, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Placement != "spread" || p.Window != Dur(3600e6) || len(p.Queues) != 1 || p.Queues[0].Weight != 3 || p.Queues[0].Name != "a" {
+		t.Errorf("decoded %+v", p)
+	}
+	if errs := CheckFields(n, &p); len(errs) > 0 {
+		t.Errorf("CheckFields: %v", errs)
+	}
+	// a misspelt key inside a merged mapping is still an error, at the top level
+	// (DecodeParams) and nested (CheckFields)
+	bad := "base: &b {placment: spread}\np:\n  <<: *b\n"
+	if err := DecodeParams(doc(bad), &mergeParams{}); err == nil || !strings.Contains(err.Error(), `unknown parameter "placment"`) {
+		t.Errorf("%q: err = %v", bad, err)
+	}
+	bad = "q: &q {wieght: 3}\np:\n  queues: [{<<: *q, name: a}]\n"
+	if errs := CheckFields(doc(bad), &mergeParams{}); len(errs) != 1 || !strings.Contains(errs[0].Error(), "queues[0].wieght: unknown field") {
+		t.Errorf("%q: errs = %v", bad, errs)
+	}
+}
