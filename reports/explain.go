@@ -256,6 +256,10 @@ func (x *Explanation) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, ", class %s, queue %s, user %s, estimate %s, final state %s\n",
 		j.Class, QueueName(j.Queue), UserName(j.User), FormatDuration(int64(math.Round(j.Estimate*1e6))), j.State)
+	if j.Preempt > 0 || j.Wasted > 0 {
+		fmt.Fprintf(&b, "preempted %d time(s); wasted %s of run time (checkpoint save/restore %s)\n", j.Preempt,
+			FormatDuration(int64(math.Round(j.Wasted*1e6))), FormatDuration(int64(math.Round(j.Overhead*1e6))))
+	}
 	b.WriteString("\ntimeline:\n")
 	for _, s := range x.Steps {
 		fmt.Fprintf(&b, "  %-32s %-8s", fmtT(s.TimeU), s.Kind)
