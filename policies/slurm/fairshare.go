@@ -131,12 +131,17 @@ func (t *assocTree) recompute() {
 	}
 }
 
-// fairTreeFS implements Fair Tree: at each level LF = S/U with S the share among
-// siblings and U the usage relative to the parent; siblings are visited by LF
-// descending (users before accounts on equal LF, then configuration order),
-// depth first; users get decreasing ranks (equal-LF sibling users share one),
-// accounts with equal LF have their children merged, and a user's factor is
-// rank / number of users.
+// fairTreeFS implements Fair Tree (fair_tree.c, _calc_tree_fs): at each level
+// LF = S/U with S the share among siblings and U the usage relative to the
+// parent; siblings are visited by LF descending (users before accounts on equal
+// LF, then configuration order), depth first; users get decreasing ranks and a
+// user's factor is rank / number of users. Ties: a sibling with the same LF as
+// the previous sibling is tied; a tied user keeps the previous rank, and a tied
+// account passes the tie to its first child, so that child's top user shares
+// the rank of the last user ranked before it. Slurm documents that tied sibling
+// accounts have their children merged, but its _count_tied_accounts stops at
+// the first account after the current one, so no merge ever happens; the
+// accounts are walked one after the other, as here.
 func (t *assocTree) fairTreeFS() {
 	for i := 1; i < len(t.a); i++ {
 		a := &t.a[i]
@@ -179,8 +184,8 @@ func (t *assocTree) ftLevel(sib []int32, rank, rnt *int, accountTied bool) {
 		return 0
 	})
 	prev := math.NaN()
-	for i := 0; i < len(sib); i++ {
-		a := &t.a[sib[i]]
+	for i, k := range sib {
+		a := &t.a[k]
 		tied := a.lf == prev
 		if i == 0 {
 			tied = accountTied
@@ -192,14 +197,7 @@ func (t *assocTree) ftLevel(sib []int32, rank, rnt *int, accountTied bool) {
 			a.fs = float64(*rank) / float64(max(t.nUsers, 1))
 			*rnt--
 		} else {
-			// merge the children of the following accounts with the same LF
-			kids := slices.Clone(a.children)
-			k := i + 1
-			for ; k < len(sib) && !t.a[sib[k]].user && t.a[sib[k]].lf == a.lf; k++ {
-				kids = append(kids, t.a[sib[k]].children...)
-			}
-			t.ftLevel(kids, rank, rnt, tied)
-			i = k - 1
+			t.ftLevel(slices.Clone(a.children), rank, rnt, tied)
 		}
 		prev = a.lf
 	}

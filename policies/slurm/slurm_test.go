@@ -222,9 +222,13 @@ func TestFairTreeRanks(t *testing.T) {
 	}
 }
 
-// Fair Tree ties: accounts X and Y have equal usage and shares (equal LF), so
-// their children are merged and sorted together: x2 (LF 2.5) > y1 = y2 (LF 1,
-// tied users share a rank) > x1 (0.625). Factors 4/4, 3/4, 3/4, 1/4.
+// Fair Tree ties, as SchedMD/slurm fair_tree.c _calc_tree_fs runs them:
+// accounts X and Y have equal usage and shares (LF 1 each). Slurm's
+// _count_tied_accounts breaks at the first following account, so their
+// children are not merged: X is walked first (configuration order), x2 (LF 2.5)
+// rank 4, x1 (LF 0.625) rank 3; Y is tied with X, so its first user y1 (LF 1)
+// keeps rank 3, and y2 (LF 1) is tied with y1 and keeps it too. Factors 4/4,
+// 3/4, 3/4, 3/4 (merging would have given x1 1/4).
 func TestFairTreeTies(t *testing.T) {
 	tr, err := newTree([]AccountConf{
 		{Name: "X", Users: []UserConf{{Name: "x1"}, {Name: "x2"}}},
@@ -237,7 +241,7 @@ func TestFairTreeTies(t *testing.T) {
 		tr.charge(tr.users[u][0], x)
 	}
 	tr.recompute()
-	want := map[string]float64{"x2": 1, "y1": 0.75, "y2": 0.75, "x1": 0.25}
+	want := map[string]float64{"x2": 1, "x1": 0.75, "y1": 0.75, "y2": 0.75}
 	for u, f := range want {
 		if got := tr.a[tr.users[u][0]].fs; got != f {
 			t.Errorf("%s: fair share %v, want %v", u, got, f)
