@@ -7,12 +7,14 @@ import (
 )
 
 // backfill is one sched/backfill cycle. Running jobs end at start + time limit
-// (never their true runtime), rounded up to bf_resolution; pending jobs are
-// walked in queue order (up to bf_max_job_test). A job starts now if it fits
-// now on nodes that no reservation placed earlier in the cycle covers during its
-// whole time limit; otherwise its earliest start within bf_window (on the
-// candidate times: running jobs' ends and reservations' ends) gets a whole-node
-// reservation for its time limit, unless bf_min_prio_reserve or
+// (never their true runtime), exactly, as the select plugin's will-run test
+// sees them; pending jobs are walked in queue order (up to bf_max_job_test). A
+// job starts now if it fits now on nodes that no reservation placed earlier in
+// the cycle covers during its whole time limit; otherwise its earliest start
+// within bf_window (on the candidate times: running jobs' ends and
+// reservations' ends) gets a whole-node reservation over its time limit with
+// the start rounded down and the end rounded up to bf_resolution
+// (backfill.c, _set_slot_time), unless bf_min_prio_reserve or
 // bf_job_part_count_reserve deny it one. Jobs beyond the window get none.
 func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 	now := v.Now()
@@ -106,7 +108,7 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 			if err := p.AddStart(j.Ref, s.pl.nodes, s.pl.gpus); err != nil {
 				return err
 			}
-			re := runEnd{j, s.quantUp(now.Add(lim))}
+			re := runEnd{j, now.Add(lim)}
 			i, _ := slices.BinarySearchFunc(s.runs, re, cmpRunEnd)
 			s.runs = slices.Insert(s.runs, i, re)
 			s.addTime(re.end, horizon)
@@ -116,13 +118,15 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 			p.Wait(j.Ref, s.waitReason(j, pt, now, lim))
 		default:
 			s.partRes[info.part]++
-			rend := s.quantUp(found.Add(lim))
+			// _set_slot_time: the slot starts at the start rounded down and
+			// ends at start + limit rounded up to bf_resolution.
+			rstart, rend := s.quantDown(found), s.quantUp(found.Add(lim))
 			s.nodesTmp = s.pl.distinctNodes(s.nodesTmp)
 			for _, n := range s.nodesTmp {
 				if len(s.nodeRes[n]) == 0 {
 					s.resTouched = append(s.resTouched, n)
 				}
-				s.nodeRes[n] = append(s.nodeRes[n], interval{found, rend})
+				s.nodeRes[n] = append(s.nodeRes[n], interval{rstart, rend})
 			}
 			s.addTime(rend, horizon)
 			p.Reserve(j.Ref, found)
@@ -166,20 +170,25 @@ func (s *Slurm) addTime(t, horizon sim.Time) {
 }
 
 // expectedEnd is when backfill expects running job r to end: its start plus its
-// time limit, rounded up to bf_resolution (a job already past its limit is
-// expected to end at the next resolution step).
+// time limit, not rounded (select/cons_tres _future_run_test starts a pending
+// job at the end_time of the last running job it removes); a job already past
+// its limit is expected to end just after now (_guess_job_end; KillWait and
+// OverTimeLimit are not modelled).
 func (s *Slurm) expectedEnd(r *sim.Job, now sim.Time) sim.Time {
 	lim := s.runLimit(r)
 	if lim == unlimited {
 		return sim.Never
 	}
-	return max(s.quantUp(r.LastStart.Add(lim)), s.quantUp(now+1))
+	return max(r.LastStart.Add(lim), now+1)
 }
 
-// bfBlocked reports whether a backfill reservation holds node n during [t0, t1).
+// bfBlocked reports whether a backfill reservation holds node n for a run over
+// [t0, t1]. A reservation that starts exactly when the run ends still blocks it:
+// _attempt_backfill drops a node from a job's candidates when a node_space
+// record without it has begin_time <= the job's end time.
 func (s *Slurm) bfBlocked(n sim.NodeID, t0, t1 sim.Time) bool {
 	for _, iv := range s.nodeRes[n] {
-		if t0 < iv.end && t1 > iv.start {
+		if t0 < iv.end && t1 >= iv.start {
 			return true
 		}
 	}

@@ -696,6 +696,15 @@ func (s *Slurm) runLimit(j *sim.Job) sim.Duration {
 	return max(info.limit-info.usedWall, 1)
 }
 
+// quantDown rounds t down to a multiple of bf_resolution.
+func (s *Slurm) quantDown(t sim.Time) sim.Time {
+	if t == sim.Never {
+		return t
+	}
+	r := sim.Time(s.bfRes)
+	return t / r * r
+}
+
 func (s *Slurm) quantUp(t sim.Time) sim.Time {
 	if t == sim.Never {
 		return t

@@ -133,18 +133,50 @@ func TestBackfillUsesTimeLimits(t *testing.T) {
 	}
 }
 
-// bf_resolution rounds expected ends up: with the default 60 s, r1's end at 100
-// is planned at 120, so the head's reservation is at 120 (it still starts at 100
-// when r1 really ends).
+// bf_resolution quantises reservations, not expected ends (SchedMD/slurm
+// backfill.c _set_slot_time; cons_tres _future_run_test gives the exact end).
+// r1 (4 GPUs) ends at 100 by its limit, so the 8-GPU head is expected to start
+// at exactly 100, and its slot is [60, 240): the start rounded down and
+// 100+100 rounded up to the default 60 s. "c.bf" (4 GPUs, limit 50) arrives at
+// 1; at the backfill cycle at 30 its run [30, 80] overlaps the slot from 60, so
+// it waits (reason "reservation") and reserves after the head, at 240; it starts
+// at 200 when the head really ends. Rounding r1's end up to 120 instead would
+// have let it backfill at 30. With bf_resolution 10 the slot is [100, 200) and
+// c.bf is backfilled at 30.
 func TestBackfillResolution(t *testing.T) {
-	s := newSlurm(t, ``)
-	res := Run(t, Nodes(1, 8), s,
+	jobs := []sim.JobSpec{
 		MakeJob("a.r1").GPUs(4).Dur(100).Wall(100).Obj(),
-		MakeJob("b.head").GPUs(8).Dur(100).Wall(100).Obj())
-	if got := reservations(res, "b.head"); len(got) != 1 || got[0] != 120 {
-		t.Errorf("head's reservations %v, want [120]", got)
+		MakeJob("b.head").GPUs(8).Dur(100).Wall(100).Obj(),
+		MakeJob("c.bf").GPUs(4).Dur(50).Wall(50).At(1).Obj(),
 	}
-	wantStarts(t, res, map[string]float64{"b.head": 100})
+	res := Run(t, Nodes(1, 8), newSlurm(t, ``), jobs...)
+	if got := reservations(res, "b.head"); len(got) != 1 || got[0] != 100 {
+		t.Errorf("head's reservations %v, want [100]", got)
+	}
+	wantStarts(t, res, map[string]float64{"a.r1": 0, "b.head": 100, "c.bf": 200})
+	if got := reservationsBefore(res, "c.bf", 31); len(got) != 1 || got[0] != 240 {
+		t.Errorf("c.bf's reservations by 30: %v, want [240]", got)
+	}
+	if !strings.Contains(Schedule(res), "t=30 wait c.bf reservation") {
+		t.Errorf("c.bf should wait for the head's slot at 30:\n%s", Schedule(res))
+	}
+	fine := Run(t, Nodes(1, 8), newSlurm(t, `schedulerParameters: {bf_resolution: 10}`), jobs...)
+	wantStarts(t, fine, map[string]float64{"b.head": 100, "c.bf": 30})
+}
+
+// A backfill job whose run would end exactly when a reservation starts is kept
+// off the reserved node: _attempt_backfill removes a node when a node_space
+// record without it has begin_time <= the job's end time. r1 ends at 100, the
+// head reserves [100, 200) (bf_resolution 10); at 30, "c.edge" (limit 70) would
+// end at exactly 100 and waits until the head ends; "d.in" (limit 60) ends at 90
+// and is backfilled at 30.
+func TestBackfillReservationBoundary(t *testing.T) {
+	res := Run(t, Nodes(1, 8), newSlurm(t, `schedulerParameters: {bf_resolution: 10}`),
+		MakeJob("a.r1").GPUs(4).Dur(100).Wall(100).Obj(),
+		MakeJob("b.head").GPUs(8).Dur(100).Wall(100).Obj(),
+		MakeJob("c.edge").GPUs(2).Dur(70).Wall(70).At(1).Obj(),
+		MakeJob("d.in").GPUs(2).Dur(60).Wall(60).At(1).Obj())
+	wantStarts(t, res, map[string]float64{"b.head": 100, "c.edge": 200, "d.in": 30})
 }
 
 // bf_window: two 8-GPU nodes busy until 7200 (n1 half busy); the 16-GPU head's
