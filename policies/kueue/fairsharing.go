@@ -352,9 +352,10 @@ func (k *Kueue) candLess(C *clusterQueue, x, y *workload) bool {
 // not already being evicted count.
 func (k *Kueue) fairCandidates(e *entry) []*workload {
 	w, C := e.w, e.w.cq
+	need := e.needFRs()
 	uses := func(x *workload) bool {
 		for _, a := range x.assign {
-			for _, b := range e.assign {
+			for _, b := range need {
 				if a.fr == b.fr {
 					return true
 				}
@@ -377,7 +378,7 @@ func (k *Kueue) fairCandidates(e *entry) []*workload {
 	for _, cq := range k.cqs {
 		policy := C.within
 		if cq != C {
-			if C.reclaim == "Never" || C.node.parent == nil || cq.node.root() != C.node.root() || !k.borrowingOn(cq, e.assign) {
+			if C.reclaim == "Never" || C.node.parent == nil || cq.node.root() != C.node.root() || !k.borrowingOn(cq, need) {
 				continue
 			}
 			policy = C.reclaim
@@ -536,13 +537,16 @@ func (k *Kueue) fairTargets(e *entry) []*workload {
 		k.addAssign(C, e.assign, +1)
 		return ok
 	}
-	withinNominal := func() bool {
-		for _, a := range e.assign {
-			if C.node.usage[a.fr] > C.node.nominal[a.fr] {
-				return false
-			}
+	// FairSharingPreemptWithinNominal: decided once, with the preemptor's request
+	// added and before any candidate is removed, on the flavor-resources needing
+	// preemption (Kueue iterateWithFirstFsStrategy,
+	// queueWithinNominalInResourcesNeedingPreemption): own-queue victims removed
+	// later do not turn it on.
+	withinNominal := true
+	for _, a := range e.needFRs() {
+		if C.node.usage[a.fr] > C.node.nominal[a.fr] {
+			withinNominal = false
 		}
-		return true
 	}
 	var targets, retry []*workload
 	found := false
@@ -564,7 +568,7 @@ first:
 		for len(o.cands[t]) > 0 {
 			x := o.pop(t)
 			k.take(x, -1)
-			if withinNominal() || strategyAllows(strategies[0], pNew, tOld, k.drsOf(tl)) {
+			if withinNominal || strategyAllows(strategies[0], pNew, tOld, k.drsOf(tl)) {
 				targets = append(targets, x)
 				if fits() {
 					found = true

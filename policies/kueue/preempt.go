@@ -19,9 +19,10 @@ func (k *Kueue) targets(e *entry) []*workload {
 	w := e.w
 	C := w.cq
 	defer k.tasWhatIf(e)() // TAS: candidates are also released on a copy of the cluster
+	need := e.needFRs()
 	needs := func(x *workload) bool {
 		for _, a := range x.assign {
-			for _, b := range e.assign {
+			for _, b := range need {
 				if a.fr == b.fr {
 					return true
 				}
@@ -37,8 +38,8 @@ func (k *Kueue) targets(e *entry) []*workload {
 		if own && C.within == "Never" {
 			continue
 		}
-		if !own && (C.reclaim == "Never" || C.node.parent == nil || !k.borrowingOn(cq, e.assign)) {
-			continue // only ClusterQueues above their nominal quota on what we need lose workloads
+		if !own && (C.reclaim == "Never" || C.node.parent == nil || !k.borrowingOn(cq, need)) {
+			continue // only ClusterQueues above their nominal quota on what needs preemption lose workloads
 		}
 		for _, x := range cq.admitted {
 			if x.evicting || !needs(x) || !k.preemptible(x) {
@@ -122,7 +123,7 @@ func (k *Kueue) targets(e *entry) []*workload {
 				break
 			}
 			if x.cq != C {
-				if !k.borrowingOn(x.cq, e.assign) {
+				if !k.borrowingOn(x.cq, need) {
 					continue // no longer above its nominal quota on what we need
 				}
 				if allowBorrow && !k.mayReclaimWhileBorrowing(C, w, x) {

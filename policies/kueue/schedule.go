@@ -16,6 +16,7 @@ type entry struct {
 	w      *workload
 	mode   mode
 	assign []frQ
+	need   []frQ // the flavor-resources of assign whose quota needs preemption (Kueue's frsNeedPreemption)
 	models []string
 	borrow int       // borrowing level (0 = within nominal)
 	held   bool      // held a reservation from its preemption
@@ -319,6 +320,7 @@ func (k *Kueue) nominate(v *sim.View, w *workload) *entry {
 			m      mode
 			borrow int
 			assign []frQ
+			need   []frQ
 			fl     int
 		}
 		var best *cand
@@ -337,6 +339,7 @@ func (k *Kueue) nominate(v *sim.View, w *workload) *entry {
 					c.borrow = max(c.borrow, cq.node.borrowingLevel(fr, q))
 				case preemptEnabled && q <= cq.node.potentialAvailable(fr):
 					c.m = min(c.m, modePreempt)
+					c.need = append(c.need, frQ{fr, q}) // Kueue: this resource's FlavorAssignment.Mode is Preempt
 				default:
 					c.m = modeNoFit
 				}
@@ -367,6 +370,7 @@ func (k *Kueue) nominate(v *sim.View, w *workload) *entry {
 		e.mode = min(e.mode, chosen.m)
 		e.borrow = max(e.borrow, chosen.borrow)
 		e.assign = append(e.assign, chosen.assign...)
+		e.need = append(e.need, chosen.need...)
 		if gpuGroup {
 			if fm := k.flavMods[chosen.fl]; fm != nil {
 				restricted = true
@@ -440,6 +444,17 @@ func capacityReason(c *sim.Cluster, w *workload) sim.Reason {
 		return sim.ReasonTopology
 	}
 	return sim.ReasonNoCapacity
+}
+
+// needFRs returns the flavor-resources a preemption must free (Kueue's
+// flavorResourcesNeedPreemption: those assigned in Preempt mode): victims must
+// use one of them and other ClusterQueues must borrow on one of them. Requests
+// that fit on their own (e.g. CPU while the GPUs need preemption) do not count.
+func (e *entry) needFRs() []frQ {
+	if len(e.need) == 0 {
+		return e.assign
+	}
+	return e.need
 }
 
 // reserve adds a preemptor's requests to its queue's usage until it is admitted.

@@ -393,6 +393,7 @@ func (k *Kueue) tasNominate(v *sim.View, e *entry) {
 	e.tas = te
 	if e.mode == modeFit && !k.tasPlace(t.base, e) {
 		e.mode, te.fail = modePreempt, true
+		e.need = e.assign // Kueue sets every resource of the TAS flavor to Preempt
 	}
 	if e.mode == modePreempt && !k.tasPlace(t.emptyCluster(), e) {
 		e.mode, te.fail = modeNoFit, true
