@@ -96,6 +96,11 @@ func (s *Volcano) allocate() error {
 	}
 	for j := range s.v.Pending() {
 		vj := s.jobs[j.Ref]
+		// Without the enqueue action, allocate moves Pending PodGroups to Inqueue
+		// itself (actions/allocate/allocate.go, buildAllocateContext).
+		if !s.cfg.hasEnqueue {
+			vj.inqueue = true
+		}
 		if vj.inqueue && !vj.bestEffort && !vj.pipelined {
 			vj.q.jobs = append(vj.q.jobs, vj)
 		}

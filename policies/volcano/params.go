@@ -211,6 +211,9 @@ type config struct {
 	priority, proportion, overcommit bool
 	// enqueueOrder lists the enqueue gates (overcommit, proportion) in tier order.
 	enqueueOrder []string
+	// hasEnqueue: the enqueue action is configured; without it allocate moves
+	// Pending PodGroups to Inqueue itself.
+	hasEnqueue bool
 	ocFactor     float64
 	binpack      binpackArgs
 	nodeorder    nodeorderArgs
@@ -282,6 +285,7 @@ func buildConfig(p Params) (*config, error) {
 			return nil, fmt.Errorf("actions: unknown or unsimulated action %q (simulated: %s)", a, strings.Join(knownActions, ", "))
 		}
 		c.actions = append(c.actions, a)
+		c.hasEnqueue = c.hasEnqueue || a == "enqueue"
 		if a == "preempt" {
 			c.warnings = append(c.warnings, "actions: preempt: jobs of one queue with equal drf shares can preempt each other indefinitely (as in Volcano); set simulation.preemptMinRuntime to bound the churn")
 		}

@@ -118,11 +118,15 @@ func (s *Volcano) overused(q *queue) bool {
 	return lessEqual(q.deserved, q.allocated)
 }
 
-// allocatable is proportion's Allocatable (and Preemptive): allocated + task <=
-// deserved on the dimensions the task requests.
+// allocatable is proportion's Allocatable (and Preemptive): the queue is Open and
+// allocated + task <= deserved on the dimensions the task requests.
 func (s *Volcano) allocatable(q *queue, task res) bool {
 	if !s.cfg.proportion {
 		return true
+	}
+	// A queue that is not Open allocates nothing (queueAllocatable).
+	if !q.open {
+		return false
 	}
 	return lessEqualOn(add(q.allocated, task), q.deserved, task)
 }

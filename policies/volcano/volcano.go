@@ -199,6 +199,33 @@ func (s *Volcano) Schedule(v *sim.View, p *sim.Plan) error {
 	s.v, s.p, s.now = v, p, v.Now()
 	s.changed = false
 	// 1. Evicted jobs whose termination grace period is over stop now.
+	if err := s.stopEvicted(); err != nil {
+		return err
+	}
+	// 2. A session at k*period.
+	period := s.cfg.period
+	session := int64(s.now)%int64(period) == 0
+	if session {
+		if err := s.session(); err != nil {
+			return err
+		}
+		// With evictionGracePeriod 0 the session's victims stop at once.
+		if err := s.stopEvicted(); err != nil {
+			return err
+		}
+	}
+	next := sim.Time((int64(s.now)/int64(period) + 1) * int64(period))
+	if (session && s.changed) || (!session && v.PendingCount() > 0) {
+		p.Wake(next)
+	}
+	for _, vj := range s.evicting {
+		p.Wake(vj.evictAt)
+	}
+	return nil
+}
+
+// stopEvicted stops the evicted jobs whose grace period is over (requeued).
+func (s *Volcano) stopEvicted() error {
 	keep := s.evicting[:0]
 	for _, vj := range s.evicting {
 		if vj.evictAt > s.now {
@@ -210,28 +237,13 @@ func (s *Volcano) Schedule(v *sim.View, p *sim.Plan) error {
 		// A victim that finished meanwhile, or that the engine's preemption
 		// protection now covers, keeps running.
 		if vj.j.State == sim.StateRunning && preemptible(vj.j, s.now) {
-			if err := p.AddPreemptAfterGrace(vj.j.Ref, sim.PreemptRequeue, "volcano eviction", s.cfg.grace); err != nil {
+			if err := s.p.AddPreemptAfterGrace(vj.j.Ref, sim.PreemptRequeue, "volcano eviction", s.cfg.grace); err != nil {
 				return err
 			}
 			s.changed = true
 		}
 	}
 	s.evicting = keep
-	// 2. A session at k*period.
-	period := s.cfg.period
-	session := int64(s.now)%int64(period) == 0
-	if session {
-		if err := s.session(); err != nil {
-			return err
-		}
-	}
-	next := sim.Time((int64(s.now)/int64(period) + 1) * int64(period))
-	if (session && s.changed) || (!session && v.PendingCount() > 0) {
-		p.Wake(next)
-	}
-	for _, vj := range s.evicting {
-		p.Wake(vj.evictAt)
-	}
 	return nil
 }
 
