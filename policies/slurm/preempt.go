@@ -16,13 +16,16 @@ func (s *Slurm) mayPreempt(j, r *sim.Job) bool {
 	case preemptPartition:
 		return s.parts[ij.part].tier > s.parts[ir.part].tier
 	case preemptQOS:
-		return s.qos[ij.qos].preempt[ir.qos]
+		// preempt/qos preempt_p_preemptable: a job never preempts one of its
+		// own QOS (PREEMPT_MODE_WITHIN is not modelled).
+		return ij.qos != ir.qos && s.qos[ij.qos].preempt[ir.qos]
 	}
 	return false
 }
 
 // victimMode is the preempt mode applied to r: its partition's (partition_prio) or
-// QOS's (qos) PreemptMode, else the cluster's.
+// QOS's (qos) PreemptMode, else the cluster's. A QOS cannot set OFF: Slurm
+// stores OFF as 0, its "not set" value.
 func (s *Slurm) victimMode(r *sim.Job) preemptMode {
 	ir := &s.jobs[r.Ref]
 	m := modeUnset
@@ -30,7 +33,11 @@ func (s *Slurm) victimMode(r *sim.Job) preemptMode {
 	case preemptPartition:
 		m = s.parts[ir.part].mode
 	case preemptQOS:
-		m = s.qos[ir.qos].mode
+		// preempt/qos _job_preempt_mode: a QOS PreemptMode of OFF (0) is the
+		// unset value, so the cluster's mode applies.
+		if m = s.qos[ir.qos].mode; m == modeOff {
+			m = modeUnset
+		}
 	}
 	if m == modeUnset {
 		m = s.pmode

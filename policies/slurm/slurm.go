@@ -337,16 +337,12 @@ func New(p Params) (*Slurm, error) {
 	s.exempt = durOr(p.PreemptExemptTime, 0)
 	s.youngest = p.PreemptParameters.YoungestFirst
 	if s.ptype != preemptNone && s.pmode == modeOff {
-		any := false
-		for _, pt := range s.parts {
-			any = any || pt.mode > modeOff
-		}
-		for _, q := range s.qos {
-			any = any || q.mode > modeOff
-		}
-		if !any {
-			s.warnings = append(s.warnings, "slurm: preemptType is set but preemptMode is OFF everywhere: nothing is preempted")
-		}
+		// preempt/partition_prio and preempt/qos report preemption enabled only
+		// when the cluster PreemptMode is not OFF (PREEMPT_DATA_ENABLED), and
+		// slurm_find_preemptable_jobs finds no candidates otherwise, whatever
+		// the partitions' or QOS' own modes.
+		s.warnings = append(s.warnings, "slurm: preemptType is set but the cluster preemptMode is OFF: Slurm then preempts nothing (partition and QOS preemptModes do not enable it); set preemptMode")
+		s.ptype = preemptNone
 	}
 	// reservations
 	for i, rc := range p.Reservations {

@@ -743,3 +743,55 @@ func TestBfMaxJobUser(t *testing.T) {
 	res = Run(t, Nodes(1, 8), newSlurm(t, ``), jobs...)
 	wantStarts(t, res, map[string]float64{"c.s1": 30, "d.s2": 30, "e.s3": 30})
 }
+
+// Preemption modes as SchedMD/slurm's preempt plugins apply them, on two 8-GPU
+// nodes with n0 and n1 busy until 1000 and an 8-GPU preemptor arriving at 50:
+//   - clusterOff: the cluster preemptMode is OFF (the default) and only the
+//     low partition says REQUEUE. preempt_p_get_data(PREEMPT_DATA_ENABLED) is
+//     PreemptMode != OFF, so slurm_find_preemptable_jobs finds no victims: H
+//     waits until 1000.
+//   - qosOff: the victim QOS sets preemptMode OFF, which preempt/qos
+//     _job_preempt_mode reads as "not set" (OFF is 0), so the cluster's REQUEUE
+//     applies and H starts at 50.
+//   - sameQOS: a QOS listing itself in preempt does not preempt its own jobs
+//     (preempt_p_preemptable returns false for equal QOS without WITHIN): H
+//     waits until 1000.
+func TestPreemptEnabledAndQOSModes(t *testing.T) {
+	for _, tc := range []struct {
+		name, params string
+		victimClass  sim.JobClass
+		hStart       float64
+	}{
+		{"clusterOff", `
+partitions:
+  - {name: low, nodes: ALL, default: true, preemptMode: REQUEUE}
+  - {name: high, nodes: ALL, priorityTier: 2}
+preemptType: partition_prio`, sim.ClassExperiment, 1000},
+		{"qosOff", `
+partitions: [{name: low, nodes: ALL, default: true}, {name: high, nodes: ALL}]
+qos: [{name: top, preempt: [scav]}, {name: scav, preemptMode: "OFF"}]
+qosMapping: {serving: top, experiment: scav}
+preemptType: qos
+preemptMode: REQUEUE`, sim.ClassExperiment, 50},
+		{"sameQOS", `
+partitions: [{name: low, nodes: ALL, default: true}, {name: high, nodes: ALL}]
+qos: [{name: top, preempt: [top]}]
+qosMapping: {serving: top}
+preemptType: qos
+preemptMode: REQUEUE`, sim.ClassServing, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSlurm(t, tc.params)
+			a := MakeJob("a").GPUs(8).Dur(1000).Wall(1000).Obj()
+			b := MakeJob("b").GPUs(8).Dur(1000).Wall(1000).Obj()
+			a.Class, b.Class = tc.victimClass, tc.victimClass
+			h := MakeJob("h").GPUs(8).Dur(100).Wall(100).At(50).Queue("high").Obj()
+			h.Class = sim.ClassServing
+			res := Run(t, Nodes(2, 8), s, a, b, h)
+			wantStarts(t, res, map[string]float64{"a": 0, "b": 0, "h": tc.hStart})
+			if w := s.Warnings(); (tc.name == "clusterOff") != (len(w) == 1 && strings.Contains(w[0], "cluster preemptMode is OFF")) {
+				t.Errorf("warnings %v", w)
+			}
+		})
+	}
+}
