@@ -214,15 +214,15 @@ type config struct {
 	// hasEnqueue: the enqueue action is configured; without it allocate moves
 	// Pending PodGroups to Inqueue itself.
 	hasEnqueue bool
-	ocFactor     float64
-	binpack      binpackArgs
-	nodeorder    nodeorderArgs
-	queues       []*queue
-	byName       map[string]*queue
-	mapping      map[string]*queue
-	defQueue     *queue
-	netTopo      *netTopo
-	warnings     []string
+	ocFactor   float64
+	binpack    binpackArgs
+	nodeorder  nodeorderArgs
+	queues     []*queue
+	byName     map[string]*queue
+	mapping    map[string]*queue
+	defQueue   *queue
+	netTopo    *netTopo
+	warnings   []string
 }
 
 type binpackArgs struct {
