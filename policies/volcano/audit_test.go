@@ -26,6 +26,38 @@ queues: [{name: shut, state: Closed}]`
 	wantStarts(t, res, map[string]float64{"c": -1})
 }
 
+// Preempt pipelines the preemptor only while its queue stays Allocatable
+// (actions/preempt/preempt.go, normalPreempt: "if ssn.Allocatable(currentQueue,
+// preemptor) && preemptor.InitResreq.LessEqual(node.FutureIdle())"); otherwise the
+// node's evictions are discarded.
+//
+// 2 nodes x 8 GPUs, queues a (weight 3) and b (weight 5); priority decides victims
+// (gang in tier 2). a1 (a, 4 GPUs) runs on n0, bj (b, 8 GPUs) on n1; bp (b, 2 x 8
+// GPUs) is pending, so b requests 24. At 5 s hi (a, 8 GPUs, priority 10) arrives:
+// requests a 12, b 24 -> deserved a = 16*3/8 = 6, b = 10. On n0, evicting a1 frees
+// room (4 free + 4) but leaves a at 0 + 8 > 6: not Allocatable, so hi is not
+// pipelined and a1 is not evicted. After a1 and bj end at 100 s the shares stay
+// 6 / 10 (requests 8 / 16): neither hi nor bp is ever Allocatable.
+func TestPreemptNeedsAllocatable(t *testing.T) {
+	v := newVolcano(t, `actions: "enqueue, allocate, preempt, backfill"
+evictionGracePeriod: 0.5s
+queues: [{name: a, weight: 3}, {name: b, weight: 5}]
+tiers:
+  - plugins: [{name: priority}, {name: conformance}]
+  - plugins: [{name: gang}, {name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+`)
+	res := Run(t, Nodes(2, 8), v,
+		MakeJob("a1").Queue("a").GPUs(4).Dur(100).Obj(),
+		MakeJob("bj").Queue("b").GPUs(8).Dur(100).Obj(),
+		MakeJob("bp").Queue("b").GPUs(8).Replicas(2).Dur(10).Obj(),
+		MakeJob("hi").Queue("a").GPUs(8).Prio(10).At(5).Dur(10).Obj(),
+	)
+	wantStarts(t, res, map[string]float64{"a1": 0, "bj": 0, "hi": -1, "bp": -1})
+	if p := res.Jobs[0].Preempted; p != 0 {
+		t.Errorf("a1 preempted %d times, want 0\n%s", p, Schedule(res))
+	}
+}
+
 // An evictionGracePeriod of 0 stops the victim at the session that evicted it (the
 // pod is deleted at once), and the preemptor starts at the next session.
 func TestZeroGracePeriod(t *testing.T) {

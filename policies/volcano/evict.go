@@ -18,8 +18,9 @@ func preemptible(j *sim.Job, now sim.Time) bool { return j.Preemptible(now) }
 // this session) are visited queue by queue in queue order (reclaim skips overused
 // queues), in job order. For each task, nodes are tried (preempt: by score;
 // reclaim: by node id); on a node the candidates go through the tiered victim
-// filter, victims are evicted lowest priority first (then newest first) until the
-// task fits the node's future-idle resources, and the task is pipelined there. The
+// filter, victims are evicted in victim order until the task fits the node's
+// future-idle resources (preempt: and the queue stays Allocatable), and the task is
+// pipelined there; a node that does not work out has its evictions undone. The
 // job's statement is committed only if every task was pipelined; otherwise its
 // evictions are undone.
 func (s *Volcano) evictAction(reclaim bool) {
@@ -107,9 +108,19 @@ func (s *Volcano) evictFor(vj *vjob, reclaim bool, onNode [][]*vjob) {
 				return int(a - b)
 			})
 		}
+		// canPipeline: the task fits n's future-idle resources and, for preempt,
+		// the queue stays Allocatable (preempt.go normalPreempt; reclaim checked
+		// Preemptive once per task above).
+		canPipeline := func(n sim.NodeID) bool {
+			if !reclaim && !s.allocatable(q, vj.task) {
+				return false
+			}
+			_, fit := s.fits(vj, n, s.future(n), true)
+			return fit
+		}
 		placed := false
 		for _, n := range nodes {
-			if _, fit := s.fits(vj, n, s.future(n), true); fit {
+			if canPipeline(n) {
 				s.pipeline(vj, n)
 				placed = true
 				break
@@ -148,17 +159,24 @@ func (s *Volcano) evictFor(vj *vjob, reclaim bool, onNode [][]*vjob) {
 				}
 				return int(b.j.Ref - a.j.Ref)
 			})
+			mark := len(s.evicts)
 			for _, v := range victims {
-				if _, fit := s.fits(vj, n, s.future(n), true); fit {
+				if canPipeline(n) {
 					break
 				}
 				s.evictTent(v)
 			}
-			if _, fit := s.fits(vj, n, s.future(n), true); fit {
+			if canPipeline(n) {
 				s.pipeline(vj, n)
 				placed = true
 				break
 			}
+			// The node did not work out: its evictions are discarded (a per-node
+			// statement in preempt.go normalPreempt and reclaim.go reclaimForTask).
+			for _, v := range s.evicts[mark:] {
+				s.unevict(v)
+			}
+			s.evicts = s.evicts[:mark]
 		}
 		if !placed {
 			ok = false
@@ -198,13 +216,7 @@ func (s *Volcano) evictFor(vj *vjob, reclaim bool, onNode [][]*vjob) {
 	q.allocated = sub(q.allocated, vj.alloc)
 	vj.alloc = res{}
 	for _, v := range s.evicts {
-		v.tentEvict = false
-		for _, n := range v.j.Nodes {
-			s.rel[n] = sub(s.rel[n], v.task)
-		}
-		v.alloc = v.min
-		v.q.allocated = add(v.q.allocated, v.min)
-		s.updateShare(v.q)
+		s.unevict(v)
 	}
 	s.updateShare(q)
 	s.place = s.place[:0]
@@ -242,6 +254,17 @@ func (s *Volcano) evictTent(v *vjob) {
 	v.alloc = res{}
 	s.updateShare(v.q)
 	s.evicts = append(s.evicts, v)
+}
+
+// unevict undoes evictTent: v runs on and counts in its queue again.
+func (s *Volcano) unevict(v *vjob) {
+	v.tentEvict = false
+	for _, n := range v.j.Nodes {
+		s.rel[n] = sub(s.rel[n], v.task)
+	}
+	v.alloc = v.min
+	v.q.allocated = add(v.q.allocated, v.min)
+	s.updateShare(v.q)
 }
 
 // drfShare is drf's job share: max over dimensions of alloc / cluster total.
