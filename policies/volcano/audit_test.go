@@ -76,3 +76,28 @@ tiers:
 		t.Errorf("want lo stopped at 5 s\n%s", Schedule(res))
 	}
 }
+
+// Victims are evicted in reverse JobOrderFn order (framework/session_plugins.go,
+// BuildVictimsPriorityQueue: "!ssn.JobOrderFn(lvJob, rvJob)"): lower priority first
+// (priority plugin), then the larger drf share first (drf orders lower shares
+// first), then the newest. On 8 GPUs x (6 GPUs, older) and y (2 GPUs) run at equal
+// priority; hi (4 GPUs, priority 10) arrives at 5 s. x's drf share 6/8 is above
+// y's 2/8, so x goes first, which frees enough: y keeps running. (Newest-first
+// would evict y, then still need x.)
+func TestVictimOrderDRFShare(t *testing.T) {
+	v := newVolcano(t, `actions: "enqueue, allocate, preempt, backfill"
+evictionGracePeriod: 0.5s
+tiers:
+  - plugins: [{name: priority}, {name: conformance}]
+  - plugins: [{name: gang}, {name: drf}, {name: predicates}, {name: nodeorder}]
+`)
+	res := Run(t, Nodes(1, 8), v,
+		MakeJob("x").GPUs(6).Dur(100).Obj(),
+		MakeJob("y").GPUs(2).Dur(100).Obj(),
+		MakeJob("hi").GPUs(4).Prio(10).At(5).Dur(10).Obj(),
+	)
+	wantStarts(t, res, map[string]float64{"x": 0, "y": 0, "hi": 6})
+	if px, py := res.Jobs[0].Preempted, res.Jobs[1].Preempted; px != 1 || py != 0 {
+		t.Errorf("x preempted %d times, y %d; want 1 and 0\n%s", px, py, Schedule(res))
+	}
+}

@@ -150,15 +150,7 @@ func (s *Volcano) evictFor(vj *vjob, reclaim bool, onNode [][]*vjob) {
 			if !lessEqual(vj.task, avail) {
 				continue
 			}
-			slices.SortStableFunc(victims, func(a, b *vjob) int {
-				if a.j.Spec.Priority != b.j.Spec.Priority {
-					if a.j.Spec.Priority < b.j.Spec.Priority {
-						return -1
-					}
-					return 1
-				}
-				return int(b.j.Ref - a.j.Ref)
-			})
+			slices.SortStableFunc(victims, s.victimCmp)
 			mark := len(s.evicts)
 			for _, v := range victims {
 				if canPipeline(n) {
@@ -254,6 +246,44 @@ func (s *Volcano) evictTent(v *vjob) {
 	v.alloc = res{}
 	s.updateShare(v.q)
 	s.evicts = append(s.evicts, v)
+}
+
+// victimCmp is the victim order of Session.BuildVictimsPriorityQueue: victims of
+// different queues (reclaim) by reverse QueueOrderFn (VictimQueueOrderFn without
+// plugin functions: the queue that orders last goes first), victims of one queue
+// by reverse JobOrderFn: the first plugin in tier order that distinguishes them
+// decides — priority (lower job priority first), drf (larger share first); gang
+// ties (all victims are ready) — then the newest job first.
+func (s *Volcano) victimCmp(a, b *vjob) int {
+	if a.q != b.q {
+		switch {
+		case s.queueLess(b.q, a.q):
+			return -1
+		case s.queueLess(a.q, b.q):
+			return 1
+		}
+	}
+	for _, tier := range s.cfg.tiers {
+		for _, pl := range tier {
+			switch pl {
+			case "priority":
+				if pa, pb := a.j.Spec.Priority, b.j.Spec.Priority; pa != pb {
+					if pa < pb {
+						return -1
+					}
+					return 1
+				}
+			case "drf":
+				if sa, sb := s.drfShare(a.alloc), s.drfShare(b.alloc); sa != sb {
+					if sa > sb {
+						return -1
+					}
+					return 1
+				}
+			}
+		}
+	}
+	return int(b.j.Ref - a.j.Ref)
 }
 
 // unevict undoes evictTent: v runs on and counts in its queue again.
