@@ -855,7 +855,8 @@ func (s *Slurm) enforceLimits(v *sim.View, p *sim.Plan) (sim.Time, error) {
 // mainPass is the main scheduler: jobs in queue order (the first
 // default_queue_depth, or all on a full pass) start where they fit; when one
 // cannot start (even by preemption), its partition is blocked and that
-// partition's nodes leave the candidate set for the rest of the pass.
+// partition's nodes leave the candidate set for the rest of the pass, unless
+// its priority is below bf_min_prio_reserve.
 func (s *Slurm) mainPass(v *sim.View, p *sim.Plan, full bool) error {
 	now := v.Now()
 	clear(s.blockedPart)
@@ -893,6 +894,11 @@ func (s *Slurm) mainPass(v *sim.View, p *sim.Plan, full bool) error {
 			}
 		}
 		p.Wait(j.Ref, sim.ReasonNoCapacity) // Resources
+		if info.prio < s.minPrioReserve {
+			// job_scheduler.c _schedule: a job below bf_min_prio_reserve
+			// does not fail its partition (fail_by_part = false).
+			continue
+		}
 		if j.Suspended() {
 			// A suspended job is not in Slurm's pending queue: it does not block
 			// its partition, but its nodes stay out of this pass (its resources

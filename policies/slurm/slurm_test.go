@@ -795,3 +795,25 @@ preemptMode: REQUEUE`, sim.ClassServing, 1000},
 		})
 	}
 }
+
+// bf_min_prio_reserve also applies to the main scheduler (SchedMD/slurm
+// job_scheduler.c _schedule: fail_by_part = false when the job's priority is
+// below it): a job below the threshold that cannot start does not block its
+// partition. One 8-GPU node, job-size weight 1000: r (6 GPUs) runs; p (4 GPUs,
+// priority (1+4/8)/2*1000 = 750) cannot start; q (2 GPUs, priority 625)
+// arrives at 1. With bf_min_prio_reserve 800 p does not block and q starts at
+// once in the main pass at 1; without it p blocks the partition and q waits
+// for the backfill cycle at 30.
+func TestMinPrioReserveDoesNotBlock(t *testing.T) {
+	jobs := []sim.JobSpec{
+		MakeJob("r").GPUs(6).Dur(1000).Wall(1000).Obj(),
+		MakeJob("p").GPUs(4).Dur(100).Wall(100).Obj(),
+		MakeJob("q").GPUs(2).Dur(100).Wall(100).At(1).Obj(),
+	}
+	low := Run(t, Nodes(1, 8), newSlurm(t, `
+priority: {weights: {jobSize: 1000}}
+schedulerParameters: {bf_min_prio_reserve: 800}`), jobs...)
+	wantStarts(t, low, map[string]float64{"r": 0, "q": 1, "p": 1000})
+	def := Run(t, Nodes(1, 8), newSlurm(t, `priority: {weights: {jobSize: 1000}}`), jobs...)
+	wantStarts(t, def, map[string]float64{"r": 0, "q": 30, "p": 1000})
+}
