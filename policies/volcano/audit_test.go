@@ -1,6 +1,7 @@
 package volcano
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -99,5 +100,42 @@ tiers:
 	wantStarts(t, res, map[string]float64{"x": 0, "y": 0, "hi": 6})
 	if px, py := res.Jobs[0].Preempted, res.Jobs[1].Preempted; px != 1 || py != 0 {
 		t.Errorf("x preempted %d times, y %d; want 1 and 0\n%s", px, py, Schedule(res))
+	}
+}
+
+// The remaining resources of the water-filling never go negative: Volcano computes
+// remaining = ExceededPart(remaining + decreased, increased), clamped at 0 per
+// dimension (plugins/proportion/proportion.go OnSessionOpen; before that fix the
+// Sub panicked, volcano-sh/volcano#3155, #4273). A guarantee floor can push the
+// round's increases past what remains; a negative GPU remainder must not shrink
+// the other queues' GPU deserved in later rounds (which continue for CPU).
+//
+// Total GPU 8, CPU 100; weights 1/1/1. A: guarantee 4 GPUs, requests 8 GPUs and 10
+// CPU; B and C request 8 GPUs and 60 CPU each (realCapability GPU 4).
+// Round 1 (thirds): A GPU 2.67 -> floored at 4, CPU 10; B, C GPU 2.67, CPU 33.3.
+// GPU increases 9.33 > 8: remaining GPU 0 (not -1.33), CPU 23.3.
+// Round 2: A unchanged -> met; B, C CPU 41.1, GPU stays 2.67. Round 3: B, C CPU 45.
+// Deserved: A 4 GPUs / 10 CPU, B and C 2.67 GPUs / 45 CPU.
+func TestWaterFillingRemainingNeverNegative(t *testing.T) {
+	total := res{8000, 100000, 0}
+	mk := func(req, guar res) *queue {
+		return &queue{weight: 1, request: req, guarantee: guar}
+	}
+	a := mk(res{8000, 10000, 0}, res{4000, 0, 0})
+	b := mk(res{8000, 60000, 0}, res{})
+	c := mk(res{8000, 60000, 0}, res{})
+	qs := []*queue{a, b, c}
+	for _, q := range qs {
+		q.realCap = add(sub(total, a.guarantee), q.guarantee)
+	}
+	waterFill(total, qs)
+	want := []res{{4000, 10000, 0}, {8000.0 / 3, 45000, 0}, {8000.0 / 3, 45000, 0}}
+	for k, q := range qs {
+		for d := range numDims {
+			if math.Abs(q.deserved[d]-want[k][d]) > 1e-3 {
+				t.Errorf("queue %d: deserved %v, want %v", k, q.deserved, want[k])
+				break
+			}
+		}
 	}
 }

@@ -14,7 +14,7 @@ import "math"
 //	    deserved(q) = min(deserved(q), realCapability(q), request(q))    per dimension
 //	    deserved(q) = max(deserved(q), guarantee(q))
 //	    q is satisfied if request(q) <= deserved(q) or deserved(q) did not change
-//	  remaining += Σ decreases - Σ increases
+//	  remaining = max(0, remaining + Σ decreases - Σ increases)   per dimension
 //	  stop when remaining is empty or did not change
 //
 // Queues without jobs in the session take no part (their deserved stays 0).
@@ -80,7 +80,12 @@ func waterFill(total res, qs []*queue) {
 				}
 			}
 		}
+		// ExceededPart(remaining + decreases, increases): clamped at 0 per
+		// dimension (a guarantee floor can raise deserved past what remains).
 		remaining = add(sub(remaining, inc), dec)
+		for d := range numDims {
+			remaining[d] = math.Max(0, remaining[d])
+		}
 		empty := true
 		for d := range numDims {
 			if remaining[d] > eps {
