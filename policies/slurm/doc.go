@@ -14,9 +14,10 @@
 //	          default_queue_depth jobs on events, all every sched_interval; a job
 //	          that cannot start (even by preemption) blocks its partition and its
 //	          partition's nodes for the rest of the pass
-//	backfill  every bf_interval: node_space from time limits quantised to
-//	          bf_resolution, whole-node reservations within bf_window, up to
-//	          bf_max_job_test jobs, bf_job_part_count_reserve per partition
+//	backfill  every bf_interval: node_space from exact time-limit ends,
+//	          whole-node reservations within bf_window quantised outward to
+//	          bf_resolution, up to bf_max_job_test jobs,
+//	          bf_job_part_count_reserve per partition
 //
 // Advanced reservations keep other jobs off their nodes when a job's time limit
 // would overlap the window; the nodes return to general use when it ends.
