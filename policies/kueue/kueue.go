@@ -101,6 +101,8 @@ type workload struct {
 	side     uint8            // 0: neither queued nor parked; else 1 + the bucket list it is in (queue.go)
 	bk       *bucket          // its equivalence bucket in its ClusterQueue (set on first push)
 	req      map[string]int64 // requests(job), cached by nominate
+	pv       pvariant         // classical preemption: the candidate's variant (scratch of targets)
+	pvLCA    *qnode           // classical preemption: the lowest common ancestor with the preemptor (scratch)
 	wlExt                     // fair sharing, AFS, waitForPodsReady (fairsharing.go)
 }
 
@@ -314,6 +316,7 @@ func (k *Kueue) build() error {
 		spec := m.ClusterQueues[name]
 		cq := &clusterQueue{name: name, node: newQNode(name, true, nfr), strict: spec.QueueingStrategy == "StrictFIFO",
 			within: "Never", reclaim: "Never", bwc: "Never", canBorrow: "MayStopSearch", canPreempt: "TryNextFlavor"}
+		cq.node.cq = cq
 		setQuotas(cq.node, spec.ResourceGroups)
 		if pr := spec.Preemption; pr != nil {
 			cq.within = orDefault(pr.WithinClusterQueue, "Never")

@@ -2,16 +2,81 @@ package kueue
 
 import (
 	"cmp"
-	"slices"
 )
 
-// targets chooses victims for a preempting entry with Kueue's classical algorithm:
-// candidates from the preemptor's own ClusterQueue (withinClusterQueue) and from
-// borrowing ClusterQueues of its cohort tree (reclaimWithinCohort,
-// borrowWithinCohort), ordered other-queue first, lower priority first, most
-// recently admitted first, then id; removed one by one until the preemptor fits;
-// then a reverse fill-back pass drops victims that turned out unnecessary. The
-// quota tree is restored before returning.
+// pvariant is how a classical preemption candidate may be evicted (Kueue
+// classical/hierarchical_preemption.go preemptionVariant).
+type pvariant uint8
+
+const (
+	pvWithinCQ         pvariant = iota // the preemptor's own ClusterQueue (withinClusterQueue)
+	pvHierarchical                     // the preemptor's request fits in a subtree below the LCA: evictable while borrowing
+	pvWithoutBorrowing                 // only if the preemptor then does not borrow
+	pvWhileBorrowing                   // borrowWithinCohort: even if the preemptor borrows
+)
+
+// group is the candidate list the variant belongs to: Kueue's candidate order is
+// hierarchical ++ priority (without / while borrowing) ++ same-queue candidates,
+// each sorted by CandidatesOrdering.
+func (v pvariant) group() int {
+	switch v {
+	case pvHierarchical:
+		return 0
+	case pvWithinCQ:
+		return 2
+	}
+	return 1
+}
+
+// allowedBy reports whether a preemption policy (withinClusterQueue or
+// reclaimWithinCohort) lets w evict x (Kueue satisfiesPreemptionPolicy).
+func allowedBy(policy string, w, x *workload) bool {
+	switch policy {
+	case "LowerPriority":
+		return x.prio < w.prio
+	case "LowerOrNewerEqualPriority":
+		return x.prio < w.prio || x.prio == w.prio && w.qts < x.qts
+	case "Any":
+		return true
+	}
+	return false
+}
+
+// fitsInQuota is Kueue's QuantitiesFitInQuota: whether req fits n's own subtree
+// quota (usage + q <= SubtreeQuota for every resource) and what of req is left
+// for n's parent once n's local (lending-limit) quota is used.
+func fitsInQuota(n *qnode, req []frQ, rem []frQ) (bool, []frQ) {
+	fits := true
+	rem = rem[:0]
+	for _, a := range req {
+		if n.usage[a.fr]+a.q > n.subtree[a.fr] {
+			fits = false
+		}
+		rem = append(rem, frQ{a.fr, max(0, a.q-max(0, n.local[a.fr]-n.usage[a.fr]))})
+	}
+	return fits, rem
+}
+
+// targets chooses victims for a preempting entry with Kueue's classical
+// algorithm (preemption.go classicalPreemptions, classical/candidate_generator.go,
+// classical/hierarchical_preemption.go). Candidates use a flavor-resource that
+// needs preemption and are running or admitted, not already being evicted:
+//   - same-queue candidates (withinClusterQueue);
+//   - with reclaimWithinCohort, workloads allowed by it in ClusterQueues (and
+//     subtrees) above their quota on what needs preemption, collected walking up
+//     from the preemptor: once its request fits the quota of the preemptor's
+//     ClusterQueue or of an ancestor below the candidate's lowest common ancestor,
+//     the candidate is hierarchical (evictable even if the preemptor borrows);
+//     otherwise it is evictable only if the preemptor does not borrow, unless
+//     borrowWithinCohort allows it (lower priority, at most maxPriorityThreshold).
+//
+// Order: hierarchical, then the other cross-queue, then same-queue candidates,
+// each by (AFS) LocalQueue usage, lower priority, most recently admitted, then
+// id. Attempts with borrowing allowed and/or forbidden as Kueue orders them;
+// candidates are removed in order (skipping those whose queue, or an ancestor
+// below the LCA, no longer exceeds its quota) until the preemptor fits; then a
+// reverse fill-back drops victims that turned out unnecessary. The quota tree
+// is restored before returning.
 func (k *Kueue) targets(e *entry) []*workload {
 	if k.fairOn() {
 		return k.fairTargets(e)
@@ -20,7 +85,7 @@ func (k *Kueue) targets(e *entry) []*workload {
 	C := w.cq
 	defer k.tasWhatIf(e)() // TAS: candidates are also released on a copy of the cluster
 	need := e.needFRs()
-	needs := func(x *workload) bool {
+	uses := func(x *workload) bool {
 		for _, a := range x.assign {
 			for _, b := range need {
 				if a.fr == b.fr {
@@ -32,39 +97,56 @@ func (k *Kueue) targets(e *entry) []*workload {
 	}
 	cands := k.candBuf[:0]
 	defer func() { k.candBuf = cands[:0] }()
-	cross := false
-	for _, cq := range C.peers {
-		own := cq == C
-		if own && C.within == "Never" {
-			continue
-		}
-		if !own && (C.reclaim == "Never" || C.node.parent == nil || !k.borrowingOn(cq, need)) {
-			continue // only ClusterQueues above their nominal quota on what needs preemption lose workloads
-		}
-		for _, x := range cq.admitted {
-			if x.evicting || !needs(x) || !k.preemptible(x) {
-				continue
+	ok := func(x *workload) bool { return !x.evicting && uses(x) && k.preemptible(x) }
+	if C.within != "Never" {
+		for _, x := range C.admitted {
+			if ok(x) && allowedBy(C.within, w, x) {
+				x.pv, x.pvLCA = pvWithinCQ, nil
+				cands = append(cands, x)
 			}
-			if own {
-				switch C.within {
-				case "LowerPriority":
-					if x.prio >= w.prio {
-						continue
-					}
-				case "LowerOrNewerEqualPriority":
-					if !(x.prio < w.prio || x.prio == w.prio && x.job.Spec.Submit > w.job.Spec.Submit) {
-						continue
-					}
-				default:
+		}
+	}
+	nSame, nHier := len(cands), 0
+	if C.node.parent != nil && C.reclaim != "Never" {
+		// collect walks the subtree of cur (skipping skip) and adds the workloads
+		// of ClusterQueues above their quota on what needs preemption, descending
+		// only into cohorts above theirs (Kueue collectCandidatesInSubtree).
+		var collect func(cur, lca, skip *qnode, adv bool)
+		collect = func(cur, lca, skip *qnode, adv bool) {
+			for _, ch := range cur.children {
+				if ch == skip || ch == C.node || !borrowingOnNode(ch, need) {
 					continue
 				}
-			} else {
-				if C.reclaim == "LowerPriority" && x.prio >= w.prio {
+				if !ch.isCQ {
+					collect(ch, lca, nil, adv)
 					continue
 				}
-				cross = true
+				for _, x := range ch.cq.admitted {
+					if !ok(x) || !allowedBy(C.reclaim, w, x) {
+						continue
+					}
+					switch {
+					case adv:
+						x.pv = pvHierarchical
+						nHier++
+					case C.bwc != "LowerPriority" || x.prio >= w.prio || C.bwcThresh != nil && x.prio > *C.bwcThresh:
+						x.pv = pvWithoutBorrowing
+					default:
+						x.pv = pvWhileBorrowing
+					}
+					x.pvLCA = lca
+					cands = append(cands, x)
+				}
 			}
-			cands = append(cands, x)
+		}
+		adv, rem := fitsInQuota(C.node, e.assign, nil)
+		var prev *qnode
+		for cur := C.node.parent; cur != nil; cur = cur.parent {
+			collect(cur, cur, prev, adv)
+			var fits bool
+			fits, rem = fitsInQuota(cur, rem, rem)
+			adv = adv || fits
+			prev = cur
 		}
 	}
 	if len(cands) == 0 {
@@ -76,11 +158,11 @@ func (k *Kueue) targets(e *entry) []*workload {
 		for _, x := range cands {
 			k.take(x, -1)
 		}
-		ok := k.fitsEntry(e, true)
+		fit := k.fitsEntry(e, true)
 		for _, x := range cands {
 			k.take(x, +1)
 		}
-		if !ok {
+		if !fit {
 			return nil
 		}
 	}
@@ -89,11 +171,8 @@ func (k *Kueue) targets(e *entry) []*workload {
 	// (it ends with the JobRef), so the result is the sorted order's.
 	ord := &k.candOrd
 	ord.reset(cands, func(x, y *workload) int {
-		if (x.cq != C) != (y.cq != C) {
-			if x.cq != C {
-				return -1
-			}
-			return 1
+		if gx, gy := x.pv.group(), y.pv.group(); gx != gy {
+			return cmp.Compare(gx, gy)
 		}
 		if c := k.afsCandCmp(x, y); c != 0 {
 			return c
@@ -106,13 +185,42 @@ func (k *Kueue) targets(e *entry) []*workload {
 		}
 		return cmp.Compare(x.job.Ref, y.job.Ref)
 	})
-	attempts := []bool{true}
-	if cross {
-		if C.bwc == "LowerPriority" {
-			attempts = []bool{true, false}
-		} else {
-			attempts = []bool{false, true}
+	// Attempt order (classicalPreemptions): borrowing allowed only, when there is
+	// no cross-queue candidate or (without borrowWithinCohort) the preemptor's
+	// queue is not below its nominal quota on what needs preemption; forbidden
+	// first when there is no hierarchical candidate; else allowed first.
+	forbidden := C.bwc != "LowerPriority"
+	under := true
+	for _, a := range need {
+		if C.node.usage[a.fr] >= C.node.nominal[a.fr] {
+			under = false
 		}
+	}
+	var attempts []bool
+	switch {
+	case len(cands) == nSame || forbidden && !under:
+		attempts = []bool{true}
+	case forbidden && nHier == 0:
+		attempts = []bool{false, true}
+	default:
+		attempts = []bool{true, false}
+	}
+	// valid is Kueue's candidateIsValid: a cross-queue candidate only while its
+	// ClusterQueue and its ancestors below the LCA still exceed their quota on
+	// what needs preemption (earlier removals may have ended that).
+	valid := func(x *workload, allowBorrow bool) bool {
+		if x.cq == C {
+			return true
+		}
+		if allowBorrow && x.pv == pvWithoutBorrowing {
+			return false
+		}
+		for n := x.cq.node; n != nil && n != x.pvLCA; n = n.parent {
+			if !borrowingOnNode(n, need) {
+				return false
+			}
+		}
+		return true
 	}
 	for _, allowBorrow := range attempts {
 		removed := k.remBuf[:0]
@@ -122,13 +230,8 @@ func (k *Kueue) targets(e *entry) []*workload {
 			if x == nil {
 				break
 			}
-			if x.cq != C {
-				if !k.borrowingOn(x.cq, need) {
-					continue // no longer above its nominal quota on what we need
-				}
-				if allowBorrow && !k.mayReclaimWhileBorrowing(C, w, x) {
-					continue
-				}
+			if !valid(x, allowBorrow) {
+				continue
 			}
 			k.take(x, -1)
 			removed = append(removed, x)
@@ -138,17 +241,7 @@ func (k *Kueue) targets(e *entry) []*workload {
 			}
 		}
 		if found {
-			// Fill-back: re-add victims in reverse order (except the last one);
-			// keep those the preemptor does not need gone.
-			for i := len(removed) - 2; i >= 0; i-- {
-				x := removed[i]
-				k.take(x, +1)
-				if k.fitsEntry(e, allowBorrow) {
-					removed = slices.Delete(removed, i, i+1)
-					continue
-				}
-				k.take(x, -1)
-			}
+			removed = k.fillBack(e, removed, allowBorrow)
 		}
 		for _, x := range removed {
 			k.take(x, +1)
@@ -227,13 +320,4 @@ func (k *Kueue) borrowingOn(cq *clusterQueue, assign []frQ) bool {
 		}
 	}
 	return false
-}
-
-// mayReclaimWhileBorrowing: borrowWithinCohort lets a preemptor that will borrow
-// evict lower-priority workloads of other queues (at most maxPriorityThreshold).
-func (k *Kueue) mayReclaimWhileBorrowing(C *clusterQueue, w, x *workload) bool {
-	if C.bwc != "LowerPriority" || x.prio >= w.prio {
-		return false
-	}
-	return C.bwcThresh == nil || x.prio <= *C.bwcThresh
 }

@@ -55,3 +55,60 @@ func TestPreemptionOnlyForResourcesNeedingIt(t *testing.T) {
 		}
 	}
 }
+
+// Classical preemption in a cohort tree (Kueue classical/hierarchical_preemption.go
+// collectCandidatesForHierarchicalReclaim, preemption.go classicalPreemptions):
+// root r has cohort x (x1 with reclaimWithinCohort: Any and x2, 4 GPUs each) and
+// CQ y (8 GPUs); 16 GPUs on 2 nodes. y runs 12 one-GPU jobs, borrowing x's 4.
+// x1 submits an 8-GPU gang: x1 itself would borrow 4 (from x2's idle quota), but
+// the gang fits x's subtree quota (8), so x1 has the hierarchical advantage over
+// the workloads y stores above its quota: they are evictable although x1 will
+// borrow. y loses its 4 most recent jobs and the gang starts at once (grace 0).
+// Treating every cross-queue victim as "only if the preemptor does not borrow"
+// left the gang waiting until y's jobs end at 1000.
+func TestClassicalHierarchicalReclaim(t *testing.T) {
+	x := "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: x}\nspec: {parentName: r}\n"
+	k := newKueue(t, flavorF+x+cqYAML("x1", "x", "", 4, 0, "  preemption: {reclaimWithinCohort: Any}\n")+
+		cqYAML("x2", "x", "", 4, 0, "")+cqYAML("y", "r", "", 8, 0, ""), 0)
+	var jobs []sim.JobSpec
+	for i := 0; i < 12; i++ {
+		jobs = append(jobs, MakeJob(fmt.Sprintf("y%02d", i)).Queue("y").Dur(1000).Obj())
+	}
+	jobs = append(jobs, MakeJob("gang").Queue("x1").GPUs(1).Replicas(8).At(10).Dur(100).Obj())
+	res := Run(t, Nodes(2, 8), k, jobs...)
+	if st := Starts(res); st["gang"] != 10 {
+		t.Errorf("gang started at %v, want 10\n%s", st["gang"], Schedule(res))
+	}
+	if v := fmt.Sprint(preemptedIDs(res)); v != "[y08 y09 y10 y11]" {
+		t.Errorf("victims %v, want [y08 y09 y10 y11]", v)
+	}
+}
+
+// A preemptor whose ClusterQueue already uses its whole nominal quota, without
+// borrowWithinCohort, may only evict its own workloads (Kueue
+// classicalPreemptions: borrowing forbidden and the queue not under nominal ->
+// the single attempt with borrowing, in which ReclaimWithoutBorrowing candidates
+// are invalid). Cohort of a (8 GPUs; withinClusterQueue and reclaimWithinCohort
+// LowerPriority), b and c (8 GPUs each): 24 GPUs on 3 nodes. a runs L then M
+// (4 GPUs each, priority 0), b runs B1..B3 (4 GPUs each, borrowing 4), c nothing;
+// 4 GPUs are free. P (a, 2 x 4 GPUs, priority 10) needs 4 more: M, a's most
+// recently admitted, is the only victim, and P starts at once (grace 0) while
+// borrowing. An attempt without borrowing first (b's workloads, then M and L)
+// evicted M and L.
+func TestClassicalOwnQueueWhenAtNominal(t *testing.T) {
+	k := newKueue(t, flavorF+cqYAML("a", "org", "", 8, 0, "  preemption: {withinClusterQueue: LowerPriority, reclaimWithinCohort: LowerPriority}\n")+
+		cqYAML("b", "org", "", 8, 0, "")+cqYAML("c", "org", "", 8, 0, ""), 0)
+	res := Run(t, Nodes(3, 8), k,
+		MakeJob("L").Queue("a").GPUs(4).Dur(1000).Obj(),
+		MakeJob("M").Queue("a").GPUs(4).At(1).Dur(1000).Obj(),
+		MakeJob("B1").Queue("b").GPUs(4).At(2).Dur(1000).Obj(),
+		MakeJob("B2").Queue("b").GPUs(4).At(2).Dur(1000).Obj(),
+		MakeJob("B3").Queue("b").GPUs(4).At(2).Dur(1000).Obj(),
+		MakeJob("P").Queue("a").GPUs(4).Replicas(2).Prio(10).At(10).Dur(100).Obj())
+	if st := Starts(res); st["P"] != 10 {
+		t.Errorf("P started at %v, want 10\n%s", st["P"], Schedule(res))
+	}
+	if v := fmt.Sprint(preemptedIDs(res)); v != "[M]" {
+		t.Errorf("victims %v, want [M]", v)
+	}
+}

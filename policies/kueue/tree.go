@@ -10,6 +10,7 @@ const noLimit = int64(math.MinInt64)
 type qnode struct {
 	name     string
 	isCQ     bool
+	cq       *clusterQueue // the ClusterQueue of a leaf (nil for a Cohort)
 	parent   *qnode
 	children []*qnode
 
