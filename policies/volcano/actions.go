@@ -44,39 +44,39 @@ func (s *Volcano) enqueue() {
 	}
 }
 
-// enqueueable is JobEnqueueable; a job that passes is then JobEnqueued, which adds
-// its minResources to overcommit's and proportion's inqueue totals.
+// enqueueable is JobEnqueueable (framework/session_plugins.go): the gates vote
+// in tier order, a Reject refuses at once, and the first tier in which a gate
+// permits admits the job without consulting later tiers (both gates vote on
+// every job, so only the first tier holding one decides). proportion counts the
+// job in its queue's inqueue as soon as it permits; overcommit counts it in
+// JobEnqueued, once the job is admitted.
 func (s *Volcano) enqueueable(vj *vjob) bool {
-	for _, pl := range s.cfg.enqueueOrder {
-		{
-			switch pl {
-			case "overcommit":
-				// idle = total·factor - used; inqueue + minResources <= idle on the
-				// dimensions the job requests.
-				idle := sub(scale(s.total, s.cfg.ocFactor), s.ocUsed)
-				if !lessEqualOn(add(s.ocInq, vj.min), idle, vj.min) {
-					vj.reason = sim.ReasonNoCapacity
+	for _, pl := range s.cfg.enqueueGates {
+		switch pl {
+		case "overcommit":
+			// idle = total·factor - used; inqueue + minResources <= idle on the
+			// dimensions the job requests.
+			idle := sub(scale(s.total, s.cfg.ocFactor), s.ocUsed)
+			if !lessEqualOn(add(s.ocInq, vj.min), idle, vj.min) {
+				vj.reason = sim.ReasonNoCapacity
+				return false
+			}
+		case "proportion":
+			// minResources + allocated + inqueue <= realCapability (GPUs only when
+			// requested; cpu and memory always).
+			q := vj.q
+			r := add(add(vj.min, q.allocated), q.inqueue)
+			for d := range numDims {
+				if (d != dimGPU || r[d] > 0) && r[d] > q.realCap[d]+eps {
+					vj.reason = sim.ReasonQuota
 					return false
 				}
-			case "proportion":
-				// minResources + allocated + inqueue <= realCapability (GPUs only when
-				// requested; cpu and memory always).
-				q := vj.q
-				r := add(add(vj.min, q.allocated), q.inqueue)
-				for d := range numDims {
-					if (d != dimGPU || r[d] > 0) && r[d] > q.realCap[d]+eps {
-						vj.reason = sim.ReasonQuota
-						return false
-					}
-				}
 			}
+			q.inqueue = add(q.inqueue, vj.min)
 		}
 	}
 	if s.cfg.overcommit {
 		s.ocInq = add(s.ocInq, vj.min)
-	}
-	if s.cfg.proportion {
-		vj.q.inqueue = add(vj.q.inqueue, vj.min)
 	}
 	return true
 }

@@ -139,3 +139,28 @@ func TestWaterFillingRemainingNeverNegative(t *testing.T) {
 		}
 	}
 }
+
+// JobEnqueueable stops at the first tier in which a plugin permits
+// (framework/session_plugins.go, JobEnqueueable: "if hasFound { return true }"):
+// with proportion in tier 1 and overcommit in tier 2, a job proportion admits is
+// Inqueue even though overcommit would reject it. Queues a and b run la and lb
+// (4 GPUs each) on 8 GPUs; overcommit-factor 1 leaves no idle room. At 5 s a2 (a,
+// 4 GPUs, priority 10) arrives: proportion: 4 + 4 <= realCapability 8 -> Permit,
+// so a2 is Inqueue, preempts la (a's deserved is 4: 0 + 4 <= 4 once la is
+// evicted) and starts at 6 (grace 0.5 s). Checking overcommit too would leave a2
+// Pending until la ends at 100 s.
+func TestEnqueueFirstPermittingTier(t *testing.T) {
+	v := newVolcano(t, `actions: "enqueue, allocate, preempt, backfill"
+evictionGracePeriod: 0.5s
+queues: [{name: a}, {name: b}]
+tiers:
+  - plugins: [{name: priority}, {name: conformance}, {name: proportion}]
+  - plugins: [{name: overcommit, arguments: {overcommit-factor: 1}}, {name: gang}, {name: drf}, {name: predicates}, {name: nodeorder}]
+`)
+	res := Run(t, Nodes(1, 8), v,
+		MakeJob("la").Queue("a").GPUs(4).Dur(100).Obj(),
+		MakeJob("lb").Queue("b").GPUs(4).Dur(100).Obj(),
+		MakeJob("a2").Queue("a").GPUs(4).Prio(10).At(5).Dur(10).Obj(),
+	)
+	wantStarts(t, res, map[string]float64{"la": 0, "lb": 0, "a2": 6})
+}

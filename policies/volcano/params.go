@@ -209,8 +209,10 @@ type config struct {
 	enabled map[string]bool
 	// flags for the hot paths
 	priority, proportion, overcommit bool
-	// enqueueOrder lists the enqueue gates (overcommit, proportion) in tier order.
-	enqueueOrder []string
+	// enqueueGates lists the enqueue gates (overcommit, proportion) of the first
+	// tier that has one, in plugin order: both vote on every job, so that tier
+	// decides JobEnqueueable.
+	enqueueGates []string
 	// hasEnqueue: the enqueue action is configured; without it allocate moves
 	// Pending PodGroups to Inqueue itself.
 	hasEnqueue bool
@@ -322,10 +324,15 @@ func buildConfig(p Params) (*config, error) {
 	}
 	c.priority, c.proportion, c.overcommit = c.enabled["priority"], c.enabled["proportion"], c.enabled["overcommit"]
 	for _, t := range c.tiers {
+		var gates []string
 		for _, pl := range t {
 			if pl == "overcommit" || pl == "proportion" {
-				c.enqueueOrder = append(c.enqueueOrder, pl)
+				gates = append(gates, pl)
 			}
+		}
+		if len(gates) > 0 {
+			c.enqueueGates = gates
+			break
 		}
 	}
 	if !c.enabled["gang"] {
