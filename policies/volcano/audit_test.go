@@ -164,3 +164,17 @@ tiers:
 	)
 	wantStarts(t, res, map[string]float64{"la": 0, "lb": 0, "a2": 6})
 }
+
+// A queue's share is the maximum of allocated/deserved over the resources its
+// deserved holds (proportion updateShare iterates attr.deserved.ResourceNames(),
+// which lists only quantities >= minResource): a dimension whose deserved is 0
+// does not count, even with something allocated there (it used to count as 1).
+// Deserved 4 GPUs and no CPU, allocated 2 GPUs and 1 core: share 0.5.
+func TestShareOnlyOverDeservedResources(t *testing.T) {
+	s := &Volcano{}
+	q := &queue{deserved: res{4000, 0, 0}, allocated: res{2000, 1000, 0}}
+	s.updateShare(q)
+	if q.share != 0.5 {
+		t.Errorf("share %v, want 0.5", q.share)
+	}
+}

@@ -98,19 +98,15 @@ func waterFill(total res, qs []*queue) {
 	}
 }
 
-// updateShare sets share = max over dimensions of allocated/deserved (0/0 = 0,
-// x/0 = 1 as Volcano's helpers.Share).
+// updateShare sets share = max of allocated/deserved over the dimensions the
+// deserved share holds (proportion's updateShare iterates
+// deserved.ResourceNames(), the non-zero quantities); 0 if it holds none.
 func (s *Volcano) updateShare(q *queue) {
 	var sh float64
 	for d := range numDims {
-		var v float64
-		switch {
-		case q.deserved[d] > 0:
-			v = q.allocated[d] / q.deserved[d]
-		case q.allocated[d] > 0:
-			v = 1
+		if q.deserved[d] > eps {
+			sh = math.Max(sh, q.allocated[d]/q.deserved[d])
 		}
-		sh = math.Max(sh, v)
 	}
 	q.share = sh
 }
