@@ -14,9 +14,14 @@
 //     BestEffortFIFO parks it until a workload of the cohort tree finishes or is
 //     evicted; cycles run back to back at one virtual time until one admits nothing;
 //   - classical preemption (withinClusterQueue, reclaimWithinCohort,
-//     borrowWithinCohort) with Kueue's candidate ordering and fill-back;
+//     borrowWithinCohort) with Kueue's hierarchical candidate generator
+//     (candidates only for the flavor-resources needing preemption,
+//     hierarchical-advantage / without-borrowing / while-borrowing variants,
+//     attempt order), candidate ordering and fill-back;
 //     preempt-then-admit-later: victims keep running and hold quota for the
-//     eviction grace period, the preemptor stays at its queue's head;
+//     eviction grace period, the preemptor stays at its queue's head and
+//     reserves its quota meanwhile (a simplification: Kueue re-nominates it
+//     every cycle; docs/kueue.md, "Known differences from Kueue");
 //   - placement after admission (kube-scheduler's role) on the assigned flavors'
 //     nodes; an admitted workload that does not fit the free nodes holds its quota
 //     and waits (the quota-vs-capacity gap);
