@@ -112,3 +112,28 @@ func TestClassicalOwnQueueWhenAtNominal(t *testing.T) {
 		t.Errorf("victims %v, want [M]", v)
 	}
 }
+
+// A head that needs preemption but has no candidates, in a ClusterQueue that
+// cannot always reclaim (reclaimWithinCohort not Any), holds its quota for the
+// rest of the cycle (Kueue scheduler.go reserveCapacityForUnreclaimablePreempt,
+// quotaResourcesToReserve); a StrictFIFO head stays and does so every cycle.
+// Cohort of a (8 GPUs, StrictFIFO, withinClusterQueue: LowerPriority) and b
+// (8 GPUs); 2 nodes of 8. a runs A1 (4 GPUs, priority 10, until 100), b runs B1
+// (8 GPUs, until 1000). At 10, a's head P (8 GPUs, priority 5) would borrow 4
+// and only 4 GPUs are free: it needs preemption, and A1 (higher priority) is no
+// candidate, so P holds its 8 GPUs. b's head Q (4 GPUs, processed after P:
+// same borrowing, lower priority) would fit the 4 free GPUs but is held back.
+// At 100 A1 ends and P starts; Q starts when P ends at 200. Without the hold Q
+// started at 10 and P waited for B1 until 1000.
+func TestStrictFIFOHoldsQuotaWithoutCandidates(t *testing.T) {
+	k := newKueue(t, flavorF+cqYAML("a", "org", "", 8, 0, "  queueingStrategy: StrictFIFO\n  preemption: {withinClusterQueue: LowerPriority}\n")+
+		cqYAML("b", "org", "", 8, 0, ""), 0)
+	res := Run(t, Nodes(2, 8), k,
+		MakeJob("A1").Queue("a").GPUs(4).Prio(10).Dur(100).Obj(),
+		MakeJob("B1").Queue("b").GPUs(8).Dur(1000).Obj(),
+		MakeJob("P").Queue("a").GPUs(8).Prio(5).At(10).Dur(100).Obj(),
+		MakeJob("Q").Queue("b").GPUs(4).At(10).Dur(1000).Obj())
+	if st := Starts(res); st["P"] != 100 || st["Q"] != 200 {
+		t.Errorf("P started at %v, Q at %v; want 100 and 200\n%s", st["P"], st["Q"], Schedule(res))
+	}
+}

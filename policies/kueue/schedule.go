@@ -173,6 +173,12 @@ func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
 	claimed := map[*workload]bool{}
 	admitted := 0
 	now := v.Now()
+	var held []heldQuota // held for the rest of this cycle by preemptors without candidates
+	defer func() {
+		for _, h := range held {
+			h.cq.node.addUsage(h.fr, -h.q)
+		}
+	}()
 	next := k.entryIterator(entries)
 	for e := next(); e != nil; e = next() {
 		w := e.w
@@ -186,6 +192,7 @@ func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
 		case modePreempt:
 			targets := k.targets(e)
 			if len(targets) == 0 {
+				held = k.holdUnreclaimable(e, held)
 				if k.requeueInadmissible(w) {
 					admitted++
 				}
@@ -455,6 +462,47 @@ func (e *entry) needFRs() []frQ {
 		return e.assign
 	}
 	return e.need
+}
+
+// heldQuota is quota a preemptor without candidates holds for one cycle.
+type heldQuota struct {
+	cq *clusterQueue
+	frQ
+}
+
+// holdUnreclaimable is Kueue's reserveCapacityForUnreclaimablePreempt
+// (scheduler.go; quotaResourcesToReserve): a head that needs preemption but found
+// no candidates, in a ClusterQueue that cannot always reclaim its quota
+// (reclaimWithinCohort not Any), holds quota for the rest of the cycle so that
+// heads processed after it cannot take it: its whole request where it would
+// borrow (capped by the borrowing limit), else what is left of its nominal quota.
+// A StrictFIFO head repeats this every cycle; a BestEffortFIFO head is parked.
+func (k *Kueue) holdUnreclaimable(e *entry, held []heldQuota) []heldQuota {
+	cq := e.w.cq
+	if cq.reclaim == "Any" {
+		return held
+	}
+	n := cq.node
+	borrowing := false // Kueue: Assignment.Borrowing > 0 (FindHeightOfLowestSubtreeThatFits without victims)
+	for _, a := range e.assign {
+		if n.parent != nil && n.usage[a.fr]+a.q > n.nominal[a.fr] {
+			borrowing = true
+		}
+	}
+	for _, a := range e.assign {
+		q := max(0, min(a.q, n.nominal[a.fr]-n.usage[a.fr]))
+		if borrowing {
+			q = a.q
+			if n.borrowLim[a.fr] != noLimit {
+				q = max(0, min(a.q, n.nominal[a.fr]+n.borrowLim[a.fr]-n.usage[a.fr]))
+			}
+		}
+		if q > 0 {
+			n.addUsage(a.fr, q)
+			held = append(held, heldQuota{cq, frQ{a.fr, q}})
+		}
+	}
+	return held
 }
 
 // reserve adds a preemptor's requests to its queue's usage until it is admitted.
