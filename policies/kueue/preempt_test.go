@@ -137,3 +137,20 @@ func TestStrictFIFOHoldsQuotaWithoutCandidates(t *testing.T) {
 		t.Errorf("P started at %v, Q at %v; want 100 and 200\n%s", st["P"], st["Q"], Schedule(res))
 	}
 }
+
+// A head that needs preemption carries the borrowing level it will have once
+// admitted (Kueue flavorassigner fitsResourceQuota: the preemption oracle's
+// borrowAfterPreemptions, FindHeightOfLowestSubtreeThatFits), so the classical
+// order puts it after non-borrowing heads. a (4 GPUs, withinClusterQueue:
+// LowerPriority) uses 8 in a cohort of 8 (b has 4, idle): a 4-GPU head of a
+// needs preemption and would borrow (level 1, the root's: no subtree fits);
+// before, a preempting head counted as level 0.
+func TestPreemptingHeadBorrowingLevel(t *testing.T) {
+	k := newKueue(t, flavorF+cqYAML("a", "org", "", 4, 0, "  preemption: {withinClusterQueue: LowerPriority}\n")+cqYAML("b", "org", "", 4, 0, ""), 0)
+	use(k, "a", ResGPU, 8)
+	j := &sim.Job{Spec: MakeJob("p").Queue("a").GPUs(4).Obj()}
+	e := k.nominate(nil, &workload{job: j, cq: k.cqByName["a"]})
+	if e.mode != modePreempt || e.borrow != 1 {
+		t.Errorf("mode %v borrow %d, want Preempt (%v) and 1", e.mode, e.borrow, modePreempt)
+	}
+}

@@ -347,6 +347,11 @@ func (k *Kueue) nominate(v *sim.View, w *workload) *entry {
 				case preemptEnabled && q <= cq.node.potentialAvailable(fr):
 					c.m = min(c.m, modePreempt)
 					c.need = append(c.need, frQ{fr, q}) // Kueue: this resource's FlavorAssignment.Mode is Preempt
+					// Kueue's oracle reports the borrowing level after its simulated
+					// preemption (FindHeightOfLowestSubtreeThatFits: the root's when no
+					// subtree fits); this is the level before it, the same unless
+					// own-queue victims would lower it.
+					c.borrow = max(c.borrow, min(cq.node.borrowingLevel(fr, q), cq.node.depth()))
 				default:
 					c.m = modeNoFit
 				}

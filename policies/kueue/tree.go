@@ -124,3 +124,12 @@ func (n *qnode) borrowingLevel(fr int, q int64) int {
 	}
 	return lvl
 }
+
+// depth is how many ancestors n has (the root's borrowing level from n).
+func (n *qnode) depth() int {
+	d := 0
+	for x := n.parent; x != nil; x = x.parent {
+		d++
+	}
+	return d
+}
