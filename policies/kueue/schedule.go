@@ -214,7 +214,9 @@ func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
 			w.waitVict += len(targets)
 			// The preemptor reserves its quota now, so no other workload (of this
 			// cycle or a later one) takes what its victims free; it is admitted
-			// once they have terminated.
+			// once they have terminated. A simplification: Kueue adds its usage
+			// to the current cycle only and re-nominates it every cycle
+			// (docs/kueue.md, "Known differences from Kueue").
 			k.reserve(w, e.assign)
 			admitted++
 			if !w.cq.strict {
