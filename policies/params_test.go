@@ -57,3 +57,16 @@ func TestParamsMergeKeys(t *testing.T) {
 		t.Errorf("%q: errs = %v", bad, errs)
 	}
 }
+
+func TestParseQuantity(t *testing.T) {
+	for in, want := range map[string]float64{"16": 16, "500m": 0.5, "64Gi": 64 << 30, "1.5": 1.5, "2e3": 2000, " 4k ": 4000} {
+		if got, err := ParseQuantity(in); err != nil || got != want {
+			t.Errorf("ParseQuantity(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "-1", "abc", "NaN", "1Zi"} {
+		if _, err := ParseQuantity(bad); err == nil {
+			t.Errorf("ParseQuantity(%q): no error", bad)
+		}
+	}
+}

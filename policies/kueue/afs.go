@@ -1,6 +1,7 @@
 package kueue
 
 import (
+	"cmp"
 	"maps"
 	"math"
 	"slices"
@@ -235,5 +236,5 @@ func (k *Kueue) afsCandCmp(x, y *workload) int {
 	if k.afs.cfg == nil || x.cq != y.cq || !x.cq.afsOn || x.lq == y.lq || x.lq == nil || y.lq == nil {
 		return 0
 	}
-	return -cmpF(k.lqUsage(x.lq), k.lqUsage(y.lq))
+	return -cmp.Compare(k.lqUsage(x.lq), k.lqUsage(y.lq))
 }

@@ -1,6 +1,7 @@
 package kueue
 
 import (
+	"cmp"
 	"maps"
 	"math"
 	"slices"
@@ -111,23 +112,13 @@ func (d drs) Share() float64 {
 func cmpDRS(a, b drs) int {
 	switch {
 	case a.zeroWeightBorrows() && b.zeroWeightBorrows():
-		return cmpF(a.ratio, b.ratio)
+		return cmp.Compare(a.ratio, b.ratio)
 	case a.zeroWeightBorrows():
 		return 1
 	case b.zeroWeightBorrows():
 		return -1
 	}
-	return cmpF(a.Share(), b.Share())
-}
-
-func cmpF(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(a.Share(), b.Share())
 }
 
 // drsOf computes n's DRS from its current usage:
@@ -353,16 +344,7 @@ func (k *Kueue) candLess(C *clusterQueue, x, y *workload) bool {
 func (k *Kueue) fairCandidates(e *entry) []*workload {
 	w, C := e.w, e.w.cq
 	need := e.needFRs()
-	uses := func(x *workload) bool {
-		for _, a := range x.assign {
-			for _, b := range need {
-				if a.fr == b.fr {
-					return true
-				}
-			}
-		}
-		return false
-	}
+	uses := func(x *workload) bool { return x.usesAny(need) }
 	allowed := func(policy string, x *workload) bool {
 		switch policy {
 		case "LowerPriority":

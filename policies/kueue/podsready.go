@@ -1,6 +1,7 @@
 package kueue
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/gpusim/gpusim/sim"
@@ -108,21 +109,11 @@ func (k *Kueue) podsReadyTimeout(p *sim.Plan, w *workload) {
 	}
 	i, _ := slices.BinarySearchFunc(k.prd.backoff, w, func(a, b *workload) int {
 		if a.requeueAt != b.requeueAt {
-			return cmpT(a.requeueAt, b.requeueAt)
+			return cmp.Compare(a.requeueAt, b.requeueAt)
 		}
 		return int(a.job.Ref - b.job.Ref)
 	})
 	k.prd.backoff = slices.Insert(k.prd.backoff, i, w)
-}
-
-func cmpT(a, b sim.Time) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // podsReadyWakes asks for scheduling points at the next PodsReady deadline and

@@ -85,16 +85,7 @@ func (k *Kueue) targets(e *entry) []*workload {
 	C := w.cq
 	defer k.tasWhatIf(e)() // TAS: candidates are also released on a copy of the cluster
 	need := e.needFRs()
-	uses := func(x *workload) bool {
-		for _, a := range x.assign {
-			for _, b := range need {
-				if a.fr == b.fr {
-					return true
-				}
-			}
-		}
-		return false
-	}
+	uses := func(x *workload) bool { return x.usesAny(need) }
 	cands := k.candBuf[:0]
 	defer func() { k.candBuf = cands[:0] }()
 	ok := func(x *workload) bool { return !x.evicting && uses(x) && k.preemptible(x) }
@@ -317,6 +308,18 @@ func (k *Kueue) borrowingOn(cq *clusterQueue, assign []frQ) bool {
 	for _, a := range assign {
 		if cq.node.borrowing(a.fr) {
 			return true
+		}
+	}
+	return false
+}
+
+// usesAny reports whether x holds quota on any flavor-resource of need.
+func (x *workload) usesAny(need []frQ) bool {
+	for _, a := range x.assign {
+		for _, b := range need {
+			if a.fr == b.fr {
+				return true
+			}
 		}
 	}
 	return false

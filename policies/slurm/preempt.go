@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -107,20 +108,12 @@ func (s *Slurm) tryPreempt(v *sim.View, p *sim.Plan, j *sim.Job, pt *partition, 
 	}
 	slices.SortFunc(s.cands, func(a, b *sim.Job) int {
 		if !s.youngest {
-			if ka, kb := s.victimKey(a), s.victimKey(b); ka != kb {
-				if ka < kb {
-					return -1
-				}
-				return 1
+			if c := cmp.Compare(s.victimKey(a), s.victimKey(b)); c != 0 {
+				return c
 			}
 		}
-		if a.LastStart != b.LastStart {
-			if a.LastStart > b.LastStart {
-				return -1
-			}
-			return 1
-		}
-		return int(b.Ref - a.Ref)
+		// youngest first, then the higher job id
+		return cmp.Or(cmp.Compare(b.LastStart, a.LastStart), cmp.Compare(b.Ref, a.Ref))
 	})
 	defer s.ov.clear()
 	chosen := -1

@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -763,13 +764,8 @@ func (s *Slurm) buildQueue(v *sim.View) {
 			}
 			return 1
 		}
-		if ia.prio != ib.prio {
-			if ia.prio > ib.prio {
-				return -1
-			}
-			return 1
-		}
-		return int(a.Ref - b.Ref)
+		// higher priority first, then the lower job id
+		return cmp.Or(cmp.Compare(ib.prio, ia.prio), cmp.Compare(a.Ref, b.Ref))
 	})
 }
 

@@ -155,7 +155,7 @@ func parseResources(field string, rl ResourceList, unset float64) (res, error) {
 		default:
 			return r, fmt.Errorf("%s.%s: unknown resource (want gpu, cpu or memory)", field, k)
 		}
-		v, err := parseQuantity(rl[k])
+		v, err := policies.ParseQuantity(rl[k])
 		if err != nil {
 			return r, fmt.Errorf("%s.%s: %v", field, k, err)
 		}
@@ -170,34 +170,6 @@ func parseResources(field string, rl ResourceList, unset float64) (res, error) {
 		r[d] = v
 	}
 	return r, nil
-}
-
-// parseQuantity parses a Kubernetes quantity ("16", "500m", "64Gi", "1.5") into its
-// plain value.
-func parseQuantity(s string) (float64, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, errors.New("empty quantity")
-	}
-	num, mult := s, 1.0
-	for _, x := range []struct {
-		suf string
-		m   float64
-	}{{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"Ti", 1 << 40}, {"Pi", 1 << 50},
-		{"k", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"P", 1e15}, {"m", 1e-3}} {
-		if strings.HasSuffix(s, x.suf) {
-			num, mult = strings.TrimSuffix(s, x.suf), x.m
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("invalid quantity %q", s)
-	}
-	if v < 0 {
-		return 0, fmt.Errorf("quantity %q must be >= 0", s)
-	}
-	return v * mult, nil
 }
 
 // config is the validated configuration.
