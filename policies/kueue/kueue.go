@@ -95,15 +95,16 @@ type workload struct {
 	assign   []frQ    // quota held while admitted
 	models   []string // GPU models allowed by the assigned flavors (nil = job's own)
 	admitSeq int64
-	evicting bool             // preempted, terminating
-	waitVict int              // victims this preemptor waits for
-	reserved []frQ            // quota held since it issued preemptions
-	side     uint8            // 0: neither queued nor parked; else 1 + the bucket list it is in (queue.go)
-	bk       *bucket          // its equivalence bucket in its ClusterQueue (set on first push)
-	req      map[string]int64 // requests(job), cached by nominate
-	pv       pvariant         // classical preemption: the candidate's variant (scratch of targets)
-	pvLCA    *qnode           // classical preemption: the lowest common ancestor with the preemptor (scratch)
-	wlExt                     // fair sharing, AFS, waitForPodsReady (fairsharing.go)
+	evicting bool     // preempted, terminating
+	waitVict int      // victims this preemptor waits for
+	reserved []frQ    // quota held since it issued preemptions
+	side     uint8    // 0: neither queued nor parked; else 1 + the bucket list it is in (queue.go)
+	bk       *bucket  // its equivalence bucket in its ClusterQueue (set on first push)
+	req      reqVec   // requestVec(job), cached by nominate
+	reqOK    bool     // req is computed
+	pv       pvariant // classical preemption: the candidate's variant (scratch of targets)
+	pvLCA    *qnode   // classical preemption: the lowest common ancestor with the preemptor (scratch)
+	wlExt             // fair sharing, AFS, waitForPodsReady (fairsharing.go)
 }
 
 type group struct {
@@ -126,7 +127,7 @@ type clusterQueue struct {
 	bucketOf   map[eqKey]*bucket // lazily created
 	nQueued    int               // queued workloads over all buckets
 	nParked    int               // parked workloads over all buckets
-	covered    map[string]bool   // resources some resource group covers (cached)
+	nom        *nomTab           // nominate's lookup table (nomtab.go), built on first use
 	admitted   []*workload       // by admission order
 	sticky     *workload         // BestEffortFIFO preemptor that keeps the head
 	peers      []*clusterQueue   // ClusterQueues of the same cohort tree (itself included), in k.cqs order
@@ -156,6 +157,10 @@ type Kueue struct {
 	remBuf     []*workload // targets result
 	evicted    int         // evictions carried out (running or admitted workloads)
 	candOrd    candOrder   // targets candidate order
+	entPool    []*entry    // the cycle's entries (newEntry)
+	nEnt       int         // entries of entPool in use this cycle
+	nomCur     cand        // nominate scratch: the flavor being tried
+	nomBest    cand        // nominate scratch: the best flavor so far
 	warnings   []string
 	pendingErr error
 	cycles     int64

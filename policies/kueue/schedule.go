@@ -18,6 +18,7 @@ type entry struct {
 	assign []frQ
 	need   []frQ // the flavor-resources of assign whose quota needs preemption (Kueue's frsNeedPreemption)
 	models []string
+	ab, nb []frQ     // the entry's own assign and need buffers (newEntry, keepBufs)
 	borrow int       // borrowing level (0 = within nominal)
 	held   bool      // held a reservation from its preemption
 	tas    *tasEntry // topology request and assignment (TAS flavors only)
@@ -139,6 +140,7 @@ func (k *Kueue) head(cq *clusterQueue) *workload {
 // It returns how many heads changed state (admitted, parked, or started
 // preempting); cycles repeat at one virtual time until that is zero.
 func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
+	k.nEnt = 0 // the previous cycle's entries are dead
 	var entries []*entry
 	for _, cq := range k.cqs {
 		w := k.head(cq)
@@ -295,53 +297,49 @@ func (k *Kueue) fits(cq *clusterQueue, assign []frQ, allowBorrow bool) bool {
 }
 
 // nominate computes a flavor assignment (flavors tried in ClusterQueue order per
-// resource group, with flavorFungibility) and its mode.
+// resource group, with flavorFungibility) and its mode. The entry comes from the
+// cycle's pool (newEntry) and is valid until the next cycle.
 func (k *Kueue) nominate(v *sim.View, w *workload) *entry {
-	e := &entry{w: w, mode: modeFit}
-	if w.req == nil {
-		w.req = requests(&w.job.Spec) // fixed per job: computed once
+	e := k.newEntry(w)
+	if !w.reqOK {
+		w.req, w.reqOK = requestVec(&w.job.Spec), true // fixed per job: computed once
 	}
-	req := w.req
+	req := &w.req
 	cq := w.cq
-	if cq.covered == nil {
-		cq.covered = map[string]bool{}
-		for _, g := range cq.groups {
-			for _, r := range g.covered {
-				cq.covered[r] = true
-			}
-		}
-	}
+	tab := k.nomTable(cq)
 	preemptEnabled := cq.within != "Never" || cq.reclaim != "Never"
 	var models []string
 	restricted := false
-	for _, g := range cq.groups {
-		var need []string
-		for _, r := range g.covered {
-			if req[r] > 0 {
-				need = append(need, r)
+	cur, best := &k.nomCur, &k.nomBest
+	for gi := range cq.groups {
+		g := &cq.groups[gi]
+		gt := &tab.groups[gi]
+		requested := false // the job requests a resource the group covers
+		for _, ri := range gt.ri {
+			if ri >= 0 && req[ri] > 0 {
+				requested = true
+				break
 			}
 		}
-		if len(need) == 0 {
+		if !requested {
 			continue
 		}
-		gpuGroup := req[ResGPU] > 0 && slices.Contains(need, ResGPU)
-		type cand struct {
-			m      mode
-			borrow int
-			assign []frQ
-			need   []frQ
-			fl     int
-		}
-		var best *cand
-		chosen := (*cand)(nil)
-		for _, fl := range g.flavors {
+		gpuGroup := req[riGPU] > 0 && gt.gpu
+		var chosen *cand
+		haveBest := false
+		for fi, fl := range g.flavors {
 			if gpuGroup && !k.flavorAllowsJob(v, fl, &w.job.Spec) || !k.tasFlavorOK(w, fl) {
 				continue
 			}
-			c := &cand{m: modeFit, fl: fl}
-			for _, r := range need {
-				fr := k.fr(fl, r)
-				q := req[r]
+			c := cur
+			c.reset(fl)
+			frs := gt.frs[fi]
+			for ci, ri := range gt.ri {
+				if ri < 0 || req[ri] <= 0 {
+					continue
+				}
+				fr := frs[ci]
+				q := req[ri]
 				c.assign = append(c.assign, frQ{fr, q})
 				switch {
 				case q <= cq.node.available(fr):
@@ -370,15 +368,17 @@ func (k *Kueue) nominate(v *sim.View, w *workload) *entry {
 				break
 			}
 			// BorrowingOverPreemption: a borrowing fit beats a preemption.
-			if best == nil || c.m > best.m || c.m == best.m && c.borrow < best.borrow {
-				best = c
+			if !haveBest || c.m > best.m || c.m == best.m && c.borrow < best.borrow {
+				*cur, *best = *best, *cur // best takes c; c's old buffers are reused
+				haveBest = true
 			}
 		}
-		if chosen == nil {
+		if chosen == nil && haveBest {
 			chosen = best
 		}
 		if chosen == nil {
 			e.mode = modeNoFit
+			e.keepBufs()
 			return e
 		}
 		e.mode = min(e.mode, chosen.m)
@@ -392,8 +392,9 @@ func (k *Kueue) nominate(v *sim.View, w *workload) *entry {
 			}
 		}
 	}
-	for r, q := range req {
-		if q > 0 && !cq.covered[r] {
+	e.keepBufs()
+	for ri, q := range req {
+		if q > 0 && !tab.covered[ri] {
 			e.mode = modeNoFit // requests a resource its ClusterQueue does not cover
 			return e
 		}
