@@ -152,15 +152,18 @@ type Kueue struct {
 	pendingPl  []*workload // admitted, waiting for placement, in admission order
 	evictions  []eviction
 	tmp        sim.Job
-	candBuf    []*workload // targets scratch
-	parkBuf    []*workload // park scratch
-	remBuf     []*workload // targets result
-	evicted    int         // evictions carried out (running or admitted workloads)
-	candOrd    candOrder   // targets candidate order
-	entPool    []*entry    // the cycle's entries (newEntry)
-	nEnt       int         // entries of entPool in use this cycle
-	nomCur     cand        // nominate scratch: the flavor being tried
-	nomBest    cand        // nominate scratch: the best flavor so far
+	candBuf    []*workload              // targets scratch
+	parkBuf    []*workload              // park scratch
+	remBuf     []*workload              // targets result
+	evicted    int                      // evictions carried out (running or admitted workloads)
+	candOrd    candOrder                // targets candidate order
+	candCmpFn  func(x, y *workload) int // classicalCandCmp as a func value (made once)
+	sumBuf     []frQ                    // fitsWithout scratch
+	runBuf     []sumRun                 // fitsWithout scratch
+	entPool    []*entry                 // the cycle's entries (newEntry)
+	nEnt       int                      // entries of entPool in use this cycle
+	nomCur     cand                     // nominate scratch: the flavor being tried
+	nomBest    cand                     // nominate scratch: the best flavor so far
 	warnings   []string
 	pendingErr error
 	cycles     int64

@@ -1,9 +1,5 @@
 package kueue
 
-import (
-	"cmp"
-)
-
 // pvariant is how a classical preemption candidate may be evicted (Kueue
 // classical/hierarchical_preemption.go preemptionVariant).
 type pvariant uint8
@@ -145,37 +141,22 @@ func (k *Kueue) targets(e *entry) []*workload {
 	}
 	// Quota is monotone in removals: if the preemptor does not fit even with every
 	// candidate gone, no subset works and the candidates need no ordering.
-	if k.tas == nil {
-		for _, x := range cands {
-			k.take(x, -1)
-		}
-		fit := k.fitsEntry(e, true)
-		for _, x := range cands {
-			k.take(x, +1)
-		}
-		if !fit {
-			return nil
-		}
+	if k.tas == nil && !k.fitsWithout(e, cands) {
+		return nil
 	}
 	// Candidates are taken in order until the preemptor fits, usually after a
-	// few: a lazily popped heap instead of sorting them all. The order is total
-	// (it ends with the JobRef), so the result is the sorted order's.
+	// few: a lazily popped heap (or, for a few candidates, a sort) of precomputed
+	// keys. The order is total (it ends with the JobRef), so the result is the
+	// sorted order's.
 	ord := &k.candOrd
-	ord.reset(cands, func(x, y *workload) int {
-		if gx, gy := x.pv.group(), y.pv.group(); gx != gy {
-			return cmp.Compare(gx, gy)
+	if k.afs.cfg == nil {
+		ord.reset(cands, nil) // afsCandCmp is 0: the keys decide
+	} else {
+		if k.candCmpFn == nil {
+			k.candCmpFn = k.classicalCandCmp
 		}
-		if c := k.afsCandCmp(x, y); c != 0 {
-			return c
-		}
-		if x.prio != y.prio {
-			return cmp.Compare(x.prio, y.prio)
-		}
-		if x.admitSeq != y.admitSeq {
-			return cmp.Compare(y.admitSeq, x.admitSeq)
-		}
-		return cmp.Compare(x.job.Ref, y.job.Ref)
-	})
+		ord.reset(cands, k.candCmpFn)
+	}
 	// Attempt order (classicalPreemptions): borrowing allowed only, when there is
 	// no cross-queue candidate or (without borrowWithinCohort) the preemptor's
 	// queue is not below its nominal quota on what needs preemption; forbidden
@@ -243,57 +224,6 @@ func (k *Kueue) targets(e *entry) []*workload {
 		}
 	}
 	return nil
-}
-
-// candOrder hands out candidates in ascending order lazily: a binary heap whose
-// pops are kept, so at(i) costs O(log n) amortized per new element.
-type candOrder struct {
-	h, out []*workload
-	cmp    func(x, y *workload) int
-}
-
-func (o *candOrder) reset(c []*workload, cmp func(x, y *workload) int) {
-	o.h = append(o.h[:0], c...)
-	o.out = o.out[:0]
-	o.cmp = cmp
-	for i := len(o.h)/2 - 1; i >= 0; i-- {
-		o.down(i)
-	}
-}
-
-// at returns the i-th smallest candidate, or nil past the end.
-func (o *candOrder) at(i int) *workload {
-	for len(o.out) <= i {
-		n := len(o.h)
-		if n == 0 {
-			return nil
-		}
-		o.out = append(o.out, o.h[0])
-		o.h[0] = o.h[n-1]
-		o.h[n-1] = nil
-		o.h = o.h[:n-1]
-		o.down(0)
-	}
-	return o.out[i]
-}
-
-func (o *candOrder) down(i int) {
-	h := o.h
-	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			return
-		}
-		m := l
-		if r := l + 1; r < len(h) && o.cmp(h[r], h[l]) < 0 {
-			m = r
-		}
-		if o.cmp(h[m], h[i]) >= 0 {
-			return
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
 }
 
 // take adds (sign +1) or removes (-1) x's usage in the quota tree (what-if).
