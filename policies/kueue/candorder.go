@@ -70,12 +70,16 @@ func (o *candOrder) reset(c []*workload, cmp func(x, y *workload) int) {
 	o.cmp = cmp
 	o.h, o.out = o.h[:0], o.out[:0]
 	if len(c) <= candSortMax {
-		for _, x := range c {
-			it := candKey(x)
+		// Backwards: a queue's candidates come in admission order and sort most
+		// recent first, so the insertion sort mostly appends.
+		for i := len(c) - 1; i >= 0; i-- {
+			it := candKey(c[i])
+			j := len(o.out)
 			o.out = append(o.out, it)
-			for j := len(o.out) - 1; j > 0 && o.less(&it, &o.out[j-1]); j-- {
-				o.out[j], o.out[j-1] = o.out[j-1], it
+			for ; j > 0 && o.less(&it, &o.out[j-1]); j-- {
+				o.out[j] = o.out[j-1]
 			}
+			o.out[j] = it
 		}
 		return
 	}
