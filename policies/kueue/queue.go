@@ -89,7 +89,10 @@ func (k *Kueue) removeFromQueue(w *workload) {
 		w.cq.nParked--
 	}
 	l := &w.bk.lists[w.side-1]
-	i := sort.Search(len(*l), func(i int) bool { return !k.less((*l)[i], w) })
+	i := 0 // usually the head
+	if len(*l) == 0 || (*l)[0] != w {
+		i = sort.Search(len(*l), func(i int) bool { return !k.less((*l)[i], w) })
+	}
 	if i < len(*l) && (*l)[i] == w {
 		*l = slices.Delete(*l, i, i+1)
 	}
@@ -112,6 +115,9 @@ func (k *Kueue) minHead(cq *clusterQueue) *workload {
 // list (w being the ClusterQueue's head, it usually is), the two lists swap roles
 // instead of moving workloads.
 func (k *Kueue) park(w *workload) {
+	if k.parkWholeBucket(w) {
+		return
+	}
 	k.removeFromQueue(w)
 	b := w.bk
 	cq := w.cq
@@ -151,6 +157,49 @@ func (k *Kueue) park(w *workload) {
 	*p = slices.Insert(*p, j, w)
 	w.side = b.q ^ 1 + 1
 	cq.nParked++
+}
+
+// parkWholeBucket is park's usual case: w is the first of its bucket's queue
+// list, so the whole list (w and every workload of no higher priority) moves to
+// the inadmissible set. Both lists are sorted by the total order k.less, so
+// merging the whole list at once gives the same inadmissible set as park's
+// remove-merge-insert. It reports false, doing nothing, in any other case.
+func (k *Kueue) parkWholeBucket(w *workload) bool {
+	if !w.queued() {
+		return false
+	}
+	b := w.bk
+	h := b.heap()
+	if (*h)[0] != w {
+		return false
+	}
+	n := len(*h)
+	w.cq.nQueued -= n
+	w.cq.nParked += n
+	if len(*b.parked()) <= n {
+		// The queue list becomes the inadmissible set; the old (smaller) set is
+		// merged into it and the queue list is left empty.
+		old := b.q ^ 1
+		b.q = old
+		dst := &b.lists[old^1]
+		side := old ^ 1 + 1
+		for _, o := range b.lists[old] {
+			o.side = side
+		}
+		*dst = k.mergeInto(*dst, b.lists[old])
+		clear(b.lists[old])
+		b.lists[old] = b.lists[old][:0]
+		return true
+	}
+	side := b.q ^ 1 + 1
+	for _, o := range *h {
+		o.side = side
+	}
+	p := b.parked()
+	*p = k.mergeInto(*p, *h)
+	clear(*h)
+	*h = (*h)[:0]
+	return true
 }
 
 // unpark returns every parked workload of the cohort tree containing cq to its
