@@ -104,6 +104,7 @@ type workload struct {
 	reqOK    bool     // req is computed
 	pv       pvariant // classical preemption: the candidate's variant (scratch of targets)
 	pvLCA    *qnode   // classical preemption: the lowest common ancestor with the preemptor (scratch)
+	claimed  int64    // the cycle (k.claimGen) whose preemptions claimed it as a victim
 	wlExt             // fair sharing, AFS, waitForPodsReady (fairsharing.go)
 }
 
@@ -131,6 +132,7 @@ type clusterQueue struct {
 	admitted   []*workload       // by admission order
 	sticky     *workload         // BestEffortFIFO preemptor that keeps the head
 	peers      []*clusterQueue   // ClusterQueues of the same cohort tree (itself included), in k.cqs order
+	idx        int               // index in k.cqs (initActive)
 	cqExt                        // Admission Fair Sharing (fairsharing.go)
 }
 
@@ -161,6 +163,9 @@ type Kueue struct {
 	sumBuf     []frQ                    // fitsWithout scratch
 	runBuf     []sumRun                 // fitsWithout scratch
 	entPool    []*entry                 // the cycle's entries (newEntry)
+	entBuf     []*entry                 // the cycle's entry list
+	active     []uint64                 // bitset over k.cqs: may have a head (initActive)
+	claimGen   int64                    // cycle number for workload.claimed
 	nEnt       int                      // entries of entPool in use this cycle
 	nomCur     cand                     // nominate scratch: the flavor being tried
 	nomBest    cand                     // nominate scratch: the best flavor so far

@@ -76,6 +76,7 @@ func (k *Kueue) push(w *workload) {
 	*h = slices.Insert(*h, i, w)
 	w.side = b.q + 1
 	w.cq.nQueued++
+	k.markActive(w.cq)
 }
 
 // removeFromQueue takes w out of its queue or the inadmissible set.
@@ -230,6 +231,7 @@ func (k *Kueue) unpark(cq *clusterQueue) {
 		}
 		c.nQueued += c.nParked
 		c.nParked = 0
+		k.markActive(c)
 	}
 }
 

@@ -1,8 +1,9 @@
 package kueue
 
 import (
+	"cmp"
+	"math/bits"
 	"slices"
-	"sort"
 
 	"github.com/gpusim/gpusim/sim"
 )
@@ -115,6 +116,25 @@ func (k *Kueue) evict(p *sim.Plan, ev eviction) error {
 	return nil
 }
 
+// initActive numbers the ClusterQueues and marks every one active. A ClusterQueue
+// is active (its bit in k.active set) whenever it may have a head: push and
+// unpark set the bit (markActive), cycle clears it when head finds none. So cycle
+// visits the same heads, in k.cqs order, without scanning idle queues.
+func (k *Kueue) initActive() {
+	k.active = make([]uint64, (len(k.cqs)+63)/64)
+	for i, cq := range k.cqs {
+		cq.idx = i
+		k.active[i/64] |= 1 << (i % 64)
+	}
+}
+
+// markActive marks cq as possibly having a head (see initActive).
+func (k *Kueue) markActive(cq *clusterQueue) {
+	if k.active != nil {
+		k.active[cq.idx/64] |= 1 << (cq.idx % 64)
+	}
+}
+
 // head returns the first workload of cq's queue (parked ones are not in it). A
 // sticky preemptor (BestEffortFIFO, waiting for or just after its evictions) stays
 // the head until it is admitted or turns out unschedulable, so workloads returned
@@ -141,38 +161,57 @@ func (k *Kueue) head(cq *clusterQueue) *workload {
 // preempting); cycles repeat at one virtual time until that is zero.
 func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
 	k.nEnt = 0 // the previous cycle's entries are dead
-	var entries []*entry
-	for _, cq := range k.cqs {
-		w := k.head(cq)
-		if w == nil {
-			continue
-		}
-		if w.waitVict > 0 {
-			p.Wait(w.job.Ref, sim.ReasonPreempting) // sticky: waits for its victims
-			continue
-		}
-		held := len(w.reserved) > 0
-		k.unreserve(w)
-		e := k.nominate(v, w)
-		e.held = held
-		entries = append(entries, e)
+	k.claimGen++
+	if k.active == nil {
+		k.initActive()
 	}
+	entries := k.entBuf[:0]
+	for wi, word := range k.active {
+		for word != 0 {
+			bit := bits.TrailingZeros64(word)
+			word &^= 1 << bit
+			cq := k.cqs[wi*64+bit]
+			w := k.head(cq)
+			if w == nil {
+				k.active[wi] &^= 1 << bit // until push or unpark queues a workload
+				continue
+			}
+			if w.waitVict > 0 {
+				p.Wait(w.job.Ref, sim.ReasonPreempting) // sticky: waits for its victims
+				continue
+			}
+			held := len(w.reserved) > 0
+			k.unreserve(w)
+			e := k.nominate(v, w)
+			e.held = held
+			entries = append(entries, e)
+		}
+	}
+	k.entBuf = entries[:0]
 	if len(entries) == 0 {
 		return 0
 	}
 	// Classical ordering: entries already holding quota (preemptors whose victims
-	// terminated) first, then non-borrowing, higher priority, older, id.
-	sort.SliceStable(entries, func(a, b int) bool {
-		ea, eb := entries[a], entries[b]
+	// terminated) first, then non-borrowing, higher priority, older, id (a total
+	// order: entries are distinct workloads).
+	slices.SortFunc(entries, func(ea, eb *entry) int {
 		if ea.held != eb.held {
-			return ea.held
+			if ea.held {
+				return -1
+			}
+			return 1
 		}
 		if ea.borrow != eb.borrow {
-			return ea.borrow < eb.borrow
+			return cmp.Compare(ea.borrow, eb.borrow)
 		}
-		return k.less(ea.w, eb.w)
+		if k.less(ea.w, eb.w) {
+			return -1
+		}
+		if k.less(eb.w, ea.w) {
+			return 1
+		}
+		return 0
 	})
-	claimed := map[*workload]bool{}
 	admitted := 0
 	now := v.Now()
 	var held []heldQuota // held for the rest of this cycle by preemptors without candidates
@@ -203,13 +242,13 @@ func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
 			}
 			overlap := false
 			for _, t := range targets {
-				overlap = overlap || claimed[t]
+				overlap = overlap || t.claimed == k.claimGen
 			}
 			if overlap {
 				continue
 			}
 			for _, t := range targets {
-				claimed[t] = true
+				t.claimed = k.claimGen
 				t.evicting = true
 				k.evictions = append(k.evictions, eviction{w: t, by: w, at: now.Add(k.grace)})
 			}
