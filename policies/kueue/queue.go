@@ -116,9 +116,15 @@ func (k *Kueue) minHead(cq *clusterQueue) *workload {
 // list (w being the ClusterQueue's head, it usually is), the two lists swap roles
 // instead of moving workloads.
 func (k *Kueue) park(w *workload) {
-	if k.parkWholeBucket(w) {
-		return
+	if !k.parkWholeBucket(w) {
+		k.parkGeneral(w)
 	}
+}
+
+// parkGeneral is park for any queued w (a sticky head need not be first in its
+// bucket): w leaves its place and the workloads of its bucket from the first of
+// no higher priority on move to the inadmissible set.
+func (k *Kueue) parkGeneral(w *workload) {
 	k.removeFromQueue(w)
 	b := w.bk
 	cq := w.cq
