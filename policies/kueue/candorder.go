@@ -125,16 +125,20 @@ func (o *candOrder) down(i int) {
 	}
 }
 
-// fitsWithout reports whether e fits with every candidate's usage removed
-// (allowing borrowing). Usage is removed summed per run of same-queue
-// candidates, one addUsage per flavor-resource: a Cohort's usage is a function
-// of its ClusterQueues' usage (addUsage keeps Usage(Coh) = sum_children
-// max(0, Usage(child) - localQuota(child))), so the tree ends in the same state
-// as removing them one by one. The tree is restored before returning. Not for
-// TAS (no what-if cluster is kept).
-func (k *Kueue) fitsWithout(e *entry, cands []*workload) bool {
+// fitsWithout reports whether e fits (fitsEntry with allowBorrow) with the usage
+// of every candidate removed, leaving out, when exclWB is set, other queues'
+// candidates of variant pvWithoutBorrowing. Usage is removed summed per run of
+// same-queue candidates, one addUsage per flavor-resource: a Cohort's usage is
+// a function of its ClusterQueues' usage (addUsage keeps Usage(Coh) =
+// sum_children max(0, Usage(child) - localQuota(child))), so the tree ends in
+// the same state as removing them one by one. The tree is restored before
+// returning. Not for TAS (no what-if cluster is kept).
+func (k *Kueue) fitsWithout(e *entry, cands []*workload, allowBorrow, exclWB bool) bool {
 	sums, runs := k.sumBuf[:0], k.runBuf[:0]
 	for _, x := range cands {
+		if exclWB && x.cq != e.w.cq && x.pv == pvWithoutBorrowing {
+			continue
+		}
 		if len(runs) == 0 || runs[len(runs)-1].cq != x.cq {
 			runs = append(runs, sumRun{cq: x.cq, lo: len(sums)})
 		}
@@ -162,7 +166,7 @@ func (k *Kueue) fitsWithout(e *entry, cands []*workload) bool {
 		}
 	}
 	apply(-1)
-	fit := k.fitsEntry(e, true)
+	fit := k.fitsEntry(e, allowBorrow)
 	apply(+1)
 	clear(runs)
 	k.sumBuf, k.runBuf = sums[:0], runs[:0]

@@ -68,7 +68,7 @@ func TestCandOrderMatchesSort(t *testing.T) {
 }
 
 // fitsWithout (usage removed summed per queue run) answers like removing every
-// candidate one by one, and leaves the quota tree as it found it, on random
+// candidate (but the excluded ones) one by one, and leaves the quota tree as it found it, on random
 // cohort trees with borrowing and lending limits.
 func TestFitsWithoutMatchesOneByOne(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -89,7 +89,8 @@ func TestFitsWithoutMatchesOneByOne(t *testing.T) {
 		}
 		var cands []*workload
 		for i, n := 0, rapid.IntRange(0, 12).Draw(t, "cands"); i < n; i++ {
-			x := &workload{job: &sim.Job{Ref: sim.JobRef(i)}, cq: k.cqByName[rapid.SampledFrom(names).Draw(t, "cq")], assign: drawAssign("cand")}
+			x := &workload{job: &sim.Job{Ref: sim.JobRef(i)}, cq: k.cqByName[rapid.SampledFrom(names).Draw(t, "cq")], assign: drawAssign("cand"),
+				pv: pvariant(rapid.IntRange(0, 3).Draw(t, "pv"))}
 			k.take(x, +1)
 			cands = append(cands, x)
 		}
@@ -109,18 +110,25 @@ func TestFitsWithoutMatchesOneByOne(t *testing.T) {
 			}
 			return s
 		}
-		before := snap()
+		allowBorrow, exclWB := rapid.Bool().Draw(t, "allowBorrow"), rapid.Bool().Draw(t, "exclWB")
+		var removed []*workload
 		for _, x := range cands {
+			if !exclWB || x.cq == e.w.cq || x.pv != pvWithoutBorrowing {
+				removed = append(removed, x)
+			}
+		}
+		before := snap()
+		for _, x := range removed {
 			k.take(x, -1)
 		}
-		want := k.fitsEntry(e, true)
-		for _, x := range cands {
+		want := k.fitsEntry(e, allowBorrow)
+		for _, x := range removed {
 			k.take(x, +1)
 		}
 		if !slices.EqualFunc(before, snap(), slices.Equal) {
 			t.Fatal("one-by-one removal did not restore the tree (test bug)")
 		}
-		if got := k.fitsWithout(e, cands); got != want {
+		if got := k.fitsWithout(e, cands, allowBorrow, exclWB); got != want {
 			t.Fatalf("fitsWithout = %v, one by one %v", got, want)
 		}
 		if after := snap(); !slices.EqualFunc(before, after, slices.Equal) {

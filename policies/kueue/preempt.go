@@ -139,24 +139,6 @@ func (k *Kueue) targets(e *entry) []*workload {
 	if len(cands) == 0 {
 		return nil
 	}
-	// Quota is monotone in removals: if the preemptor does not fit even with every
-	// candidate gone, no subset works and the candidates need no ordering.
-	if k.tas == nil && !k.fitsWithout(e, cands) {
-		return nil
-	}
-	// Candidates are taken in order until the preemptor fits, usually after a
-	// few: a lazily popped heap (or, for a few candidates, a sort) of precomputed
-	// keys. The order is total (it ends with the JobRef), so the result is the
-	// sorted order's.
-	ord := &k.candOrd
-	if k.afs.cfg == nil {
-		ord.reset(cands, nil) // afsCandCmp is 0: the keys decide
-	} else {
-		if k.candCmpFn == nil {
-			k.candCmpFn = k.classicalCandCmp
-		}
-		ord.reset(cands, k.candCmpFn)
-	}
 	// Attempt order (classicalPreemptions): borrowing allowed only, when there is
 	// no cross-queue candidate or (without borrowWithinCohort) the preemptor's
 	// queue is not below its nominal quota on what needs preemption; forbidden
@@ -176,6 +158,34 @@ func (k *Kueue) targets(e *entry) []*workload {
 		attempts = []bool{false, true}
 	default:
 		attempts = []bool{true, false}
+	}
+	// Quota is monotone in removals: an attempt can only succeed if the preemptor
+	// fits once every candidate it may remove is gone (valid may refuse more, never
+	// fewer), at least one. When no attempt can, the candidates need no ordering.
+	if k.tas == nil {
+		possible := false
+		for _, allowBorrow := range attempts {
+			if k.attemptPossible(e, cands, allowBorrow) {
+				possible = true
+				break
+			}
+		}
+		if !possible {
+			return nil
+		}
+	}
+	// Candidates are taken in order until the preemptor fits, usually after a
+	// few: a lazily popped heap (or, for a few candidates, a sort) of precomputed
+	// keys. The order is total (it ends with the JobRef), so the result is the
+	// sorted order's.
+	ord := &k.candOrd
+	if k.afs.cfg == nil {
+		ord.reset(cands, nil) // afsCandCmp is 0: the keys decide
+	} else {
+		if k.candCmpFn == nil {
+			k.candCmpFn = k.classicalCandCmp
+		}
+		ord.reset(cands, k.candCmpFn)
 	}
 	// valid is Kueue's candidateIsValid: a cross-queue candidate only while its
 	// ClusterQueue and its ancestors below the LCA still exceed their quota on
@@ -250,6 +260,18 @@ func (x *workload) usesAny(need []frQ) bool {
 			if a.fr == b.fr {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// attemptPossible is a necessary condition for a targets attempt to find victims:
+// some candidate may be removed (same queue, or not pvWithoutBorrowing when
+// borrowing is allowed) and e fits with all of those removed (fitsWithout).
+func (k *Kueue) attemptPossible(e *entry, cands []*workload, allowBorrow bool) bool {
+	for _, x := range cands {
+		if x.cq == e.w.cq || !allowBorrow || x.pv != pvWithoutBorrowing {
+			return k.fitsWithout(e, cands, allowBorrow, allowBorrow)
 		}
 	}
 	return false
