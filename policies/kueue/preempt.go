@@ -94,6 +94,12 @@ func (k *Kueue) targets(e *entry) []*workload {
 		}
 	}
 	nSame, nHier := len(cands), 0
+	if nSame == 0 && C.bwc != "LowerPriority" && !k.underNominal(C, need) && !k.hierPossible(C, e.assign) {
+		// The only attempt allows borrowing, and every cross-queue candidate would
+		// be pvWithoutBorrowing, which it refuses: no victims, whatever the walk
+		// below collects (Attempt order and valid).
+		return nil
+	}
 	if C.node.parent != nil && C.reclaim != "Never" {
 		// collect walks the subtree of cur (skipping skip) and adds the workloads
 		// of ClusterQueues above their quota on what needs preemption, descending
@@ -144,12 +150,7 @@ func (k *Kueue) targets(e *entry) []*workload {
 	// queue is not below its nominal quota on what needs preemption; forbidden
 	// first when there is no hierarchical candidate; else allowed first.
 	forbidden := C.bwc != "LowerPriority"
-	under := true
-	for _, a := range need {
-		if C.node.usage[a.fr] >= C.node.nominal[a.fr] {
-			under = false
-		}
-	}
+	under := k.underNominal(C, need)
 	var attempts []bool
 	switch {
 	case len(cands) == nSame || forbidden && !under:
@@ -273,6 +274,35 @@ func (k *Kueue) attemptPossible(e *entry, cands []*workload, allowBorrow bool) b
 		if x.cq == e.w.cq || !allowBorrow || x.pv != pvWithoutBorrowing {
 			return k.fitsWithout(e, cands, allowBorrow, allowBorrow)
 		}
+	}
+	return false
+}
+
+// underNominal reports whether C uses less than its nominal quota on every
+// flavor-resource of need (targets' attempt order).
+func (k *Kueue) underNominal(C *clusterQueue, need []frQ) bool {
+	for _, a := range need {
+		if C.node.usage[a.fr] >= C.node.nominal[a.fr] {
+			return false
+		}
+	}
+	return true
+}
+
+// hierPossible reports whether targets' walk up from C could mark a candidate
+// hierarchical: whether, at some level that collects candidates (C's parent up
+// to the root), the request already fits the quota of C or of an ancestor below
+// that level (the adv of targets, computed the same way).
+func (k *Kueue) hierPossible(C *clusterQueue, assign []frQ) bool {
+	adv, rem := fitsInQuota(C.node, assign, k.remQ[:0])
+	defer func() { k.remQ = rem[:0] }()
+	for cur := C.node.parent; cur != nil; cur = cur.parent {
+		if adv {
+			return true
+		}
+		var fits bool
+		fits, rem = fitsInQuota(cur, rem, rem)
+		adv = fits
 	}
 	return false
 }

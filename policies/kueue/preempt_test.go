@@ -84,6 +84,34 @@ func TestClassicalHierarchicalReclaim(t *testing.T) {
 	}
 }
 
+// The hierarchical advantage also holds for a preemptor whose ClusterQueue is
+// already at its nominal quota (so the only attempt allows borrowing, and
+// cross-queue candidates are valid only if hierarchical). The tree of
+// TestClassicalHierarchicalReclaim; x1 runs X0 (4 GPUs, its whole nominal quota)
+// and y runs 12 one-GPU jobs (borrowing x2's idle 4): the cluster is full. At 10
+// x1 submits P (4 x 1 GPU): x1 would borrow 4, but P fits x's subtree quota (8),
+// so y's workloads above its quota are hierarchical candidates: y loses its 4
+// most recent jobs and P starts at once (grace 0). It also pins targets'
+// shortcut (hierPossible): a walk whose adv turns true only at a cohort above
+// the preemptor's ClusterQueue must not be skipped.
+func TestClassicalHierarchicalReclaimAtNominal(t *testing.T) {
+	x := "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: x}\nspec: {parentName: r}\n"
+	k := newKueue(t, flavorF+x+cqYAML("x1", "x", "", 4, 0, "  preemption: {reclaimWithinCohort: Any}\n")+
+		cqYAML("x2", "x", "", 4, 0, "")+cqYAML("y", "r", "", 8, 0, ""), 0)
+	jobs := []sim.JobSpec{MakeJob("X0").Queue("x1").GPUs(4).Dur(1000).Obj()}
+	for i := 0; i < 12; i++ {
+		jobs = append(jobs, MakeJob(fmt.Sprintf("y%02d", i)).Queue("y").Dur(1000).Obj())
+	}
+	jobs = append(jobs, MakeJob("P").Queue("x1").GPUs(1).Replicas(4).At(10).Dur(100).Obj())
+	res := Run(t, Nodes(2, 8), k, jobs...)
+	if st := Starts(res); st["P"] != 10 || st["X0"] != 0 || st["y11"] != 0 {
+		t.Errorf("P started at %v (X0 at %v, y11 at %v), want 10 (0, 0)\n%s", st["P"], st["X0"], st["y11"], Schedule(res))
+	}
+	if v := fmt.Sprint(preemptedIDs(res)); v != "[y08 y09 y10 y11]" {
+		t.Errorf("victims %v, want [y08 y09 y10 y11]", v)
+	}
+}
+
 // A preemptor whose ClusterQueue already uses its whole nominal quota, without
 // borrowWithinCohort, may only evict its own workloads (Kueue
 // classicalPreemptions: borrowing forbidden and the queue not under nominal ->
