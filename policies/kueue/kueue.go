@@ -160,7 +160,7 @@ type Kueue struct {
 	evicted    int                      // evictions carried out (running or admitted workloads)
 	candOrd    candOrder                // targets candidate order
 	candCmpFn  func(x, y *workload) int // classicalCandCmp as a func value (made once)
-	remQ       []frQ                    // hierPossible scratch
+	remQ       []frQ                    // hierPossible and targets scratch
 	sumBuf     []frQ                    // fitsWithout scratch
 	runBuf     []sumRun                 // fitsWithout scratch
 	entPool    []*entry                 // the cycle's entries (newEntry)

@@ -132,7 +132,7 @@ func (k *Kueue) targets(e *entry) []*workload {
 				}
 			}
 		}
-		adv, rem := fitsInQuota(C.node, e.assign, nil)
+		adv, rem := fitsInQuota(C.node, e.assign, k.remQ[:0])
 		var prev *qnode
 		for cur := C.node.parent; cur != nil; cur = cur.parent {
 			collect(cur, cur, prev, adv)
@@ -141,6 +141,7 @@ func (k *Kueue) targets(e *entry) []*workload {
 			adv = adv || fits
 			prev = cur
 		}
+		k.remQ = rem[:0]
 	}
 	if len(cands) == 0 {
 		return nil
