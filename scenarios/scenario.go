@@ -225,6 +225,9 @@ func Parse(data []byte, file string, sets []string) (*Scenario, error) {
 	if root.Kind != yaml.MappingNode {
 		return nil, &Error{File: errFile, Problems: []Problem{{Line: root.Line, Msg: "a scenario must be a YAML mapping"}}}
 	}
+	if k, v := mapGet(root, "kind"); k != nil && v.Kind == yaml.ScalarNode && v.Value == "Sweep" {
+		return nil, &Error{File: errFile, Problems: []Problem{{Line: k.Line, Path: "kind", Msg: "this is a Sweep file; use gpusim sweep (run, validate and compare take a Scenario)"}}}
+	}
 	for _, s := range sets {
 		if err := applySet(root, s); err != nil {
 			return nil, &Error{File: errFile, Problems: []Problem{{Msg: fmt.Sprintf("--set %s: %v", s, err)}}}
@@ -243,24 +246,17 @@ func Parse(data []byte, file string, sets []string) (*Scenario, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(canon))
 	dec.KnownFields(true)
 	if err := dec.Decode(sc); err != nil {
-		// Lines refer to the re-encoded document when --set was used; map them back
-		// through field paths where we can.
-		p := yamlProblem(err)
-		var cdoc yaml.Node
-		if p.Line > 0 && yaml.Unmarshal(canon, &cdoc) == nil && len(cdoc.Content) > 0 {
-			if path := pathAtLine(cdoc.Content[0], p.Line, ""); path != "" {
-				p.Path = path
-				p.Line = lineOf(root, path)
-				if strings.HasPrefix(p.Msg, "unknown field") {
-					p.Msg = "unknown field (check the spelling; see the scenario reference)"
-				}
-			}
-		}
-		return nil, &Error{File: errFile, Problems: []Problem{p}}
+		return nil, &Error{File: errFile, Problems: yamlProblems(err, canon, root)}
 	}
+	sc.useSourceParams()
 	sc.setDefaults()
-	if fe := append(sc.validate(), sc.validateSpeed()...); len(fe) > 0 {
-		return nil, sc.problems(fe)
+	fe := append(sc.validate(), sc.validateSpeed()...)
+	pp := sc.validatePolicyParams()
+	if len(fe) > 0 || len(pp) > 0 {
+		e := sc.problems(fe)
+		e.Problems = append(e.Problems, pp...)
+		sort.SliceStable(e.Problems, func(a, b int) bool { return e.Problems[a].Line < e.Problems[b].Line })
+		return nil, e
 	}
 	return sc, nil
 }
