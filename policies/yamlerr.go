@@ -43,6 +43,9 @@ func TypeErrorf(n *yaml.Node, format string, args ...any) error {
 // yamlLineRE matches yaml.v3's per-problem messages ("line 3: ...").
 var yamlLineRE = regexp.MustCompile(`^line (\d+): (.*)$`)
 
+// quotedRE matches the first Go-quoted string of a message.
+var quotedRE = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
 // unmarshalRE matches yaml.v3's type mismatch message (decode.go, d.terror):
 // "cannot unmarshal !!str `abc` into int64".
 var unmarshalRE = regexp.MustCompile("^cannot unmarshal (!!\\w+)(?: `(.*)`)? into (.+)$")
@@ -72,6 +75,11 @@ func YAMLErrors(doc *yaml.Node, err error) []*LineError {
 		}
 		var value string
 		le.Msg, value = HumanYAML(le.Msg)
+		if value == "" { // an UnmarshalYAML message quoting the value: `invalid duration "1y"`
+			if q := quotedRE.FindString(le.Msg); q != "" {
+				value, _ = strconv.Unquote(q)
+			}
+		}
 		if le.Line > 0 && doc != nil {
 			le.Path = PathAt(doc, le.Line, value)
 		}
