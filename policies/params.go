@@ -137,11 +137,14 @@ func DecodeParams(n *yaml.Node, out any) error {
 // a *LineError ("line N: path: unknown field"). Structs with an `,inline` map accept any key.
 func CheckFields(n *yaml.Node, out any) []error {
 	var errs []error
-	checkFields(n, reflect.TypeOf(out), "", &errs)
+	checkFields(n, reflect.TypeOf(out), "", &errs, map[*yaml.Node]bool{})
 	return errs
 }
 
-func checkFields(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
+// checkFields walks n along t; merging marks the mappings being merged, so that
+// a mapping merging itself (`&a {<<: *a}`, which yaml.v3 rejects when decoding)
+// is not walked forever.
+func checkFields(n *yaml.Node, t reflect.Type, path string, errs *[]error, merging map[*yaml.Node]bool) {
 	if n == nil {
 		return
 	}
@@ -152,7 +155,7 @@ func checkFields(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
 		return // raw YAML: checked by whoever decodes it
 	}
 	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
-		checkFields(n.Content[0], t, path, errs)
+		checkFields(n.Content[0], t, path, errs, merging)
 		return
 	}
 	if n.Kind == yaml.AliasNode {
@@ -196,7 +199,11 @@ func checkFields(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Tag == "!!merge" { // <<: *anchor — the merged mapping's keys are this struct's
 				for _, m := range mergeSources(v) {
-					checkFields(m, t, path, errs)
+					if !merging[m] {
+						merging[m] = true
+						checkFields(m, t, path, errs, merging)
+						delete(merging, m)
+					}
 				}
 				continue
 			}
@@ -211,21 +218,21 @@ func checkFields(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
 				}
 				continue
 			}
-			checkFields(v, ft, p, errs)
+			checkFields(v, ft, p, errs, merging)
 		}
 	case reflect.Slice, reflect.Array:
 		if n.Kind != yaml.SequenceNode {
 			return
 		}
 		for i, c := range n.Content {
-			checkFields(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), errs)
+			checkFields(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), errs, merging)
 		}
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
 			return
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			checkFields(n.Content[i+1], t.Elem(), path+"."+n.Content[i].Value, errs)
+			checkFields(n.Content[i+1], t.Elem(), path+"."+n.Content[i].Value, errs, merging)
 		}
 	}
 }

@@ -155,7 +155,13 @@ func firstSegment(path string) string {
 }
 
 // hasKey reports whether mapping n (through aliases and merge keys) has key.
-func hasKey(n *yaml.Node, key string) bool {
+func hasKey(n *yaml.Node, key string) bool { return hasKeyDepth(n, key, 0) }
+
+// hasKeyDepth bounds the merge depth: a mapping may merge itself.
+func hasKeyDepth(n *yaml.Node, key string, depth int) bool {
+	if depth > 16 {
+		return false
+	}
 	for n != nil && n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
@@ -171,11 +177,11 @@ func hasKey(n *yaml.Node, key string) bool {
 			v := n.Content[i+1]
 			if v.Kind == yaml.SequenceNode {
 				for _, c := range v.Content {
-					if hasKey(c, key) {
+					if hasKeyDepth(c, key, depth+1) {
 						return true
 					}
 				}
-			} else if hasKey(v, key) {
+			} else if hasKeyDepth(v, key, depth+1) {
 				return true
 			}
 		}
