@@ -48,7 +48,7 @@ var quotedRE = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 
 // unmarshalRE matches yaml.v3's type mismatch message (decode.go, d.terror):
 // "cannot unmarshal !!str `abc` into int64".
-var unmarshalRE = regexp.MustCompile("^cannot unmarshal (!!\\w+)(?: `(.*)`)? into (.+)$")
+var unmarshalRE = regexp.MustCompile("^cannot unmarshal (\\S+)(?: `(.*)`)? into (.+)$")
 
 // YAMLErrors splits an error of yaml.v3's Decode into one *LineError per
 // problem, with messages in the user's terms ("want a number, got \"abc\"")
@@ -119,6 +119,12 @@ func tagWords(tag, value string) string {
 		return "nothing"
 	case "!!str", "!!binary", "!!timestamp":
 		return strconv.Quote(value)
+	}
+	if !strings.HasPrefix(tag, "!!") { // a custom tag (!x): YAML the simulator has no type for
+		if value != "" {
+			return fmt.Sprintf("%q tagged %s", value, tag)
+		}
+		return "a value tagged " + tag
 	}
 	if value != "" {
 		return value

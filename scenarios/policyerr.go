@@ -1,12 +1,14 @@
 package scenarios
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -232,11 +234,16 @@ func (s *Scenario) env() policies.Env {
 }
 
 // yamlProblems locates the strict decode's problems (lines of the re-encoded
-// document canon) in the scenario as written (root), in the user's terms.
-func yamlProblems(err error, canon []byte, root *yaml.Node) []Problem {
+// document canon) in the scenario as written (root, parsed from data), in the
+// user's terms.
+func yamlProblems(err error, data, canon []byte, root *yaml.Node) []Problem {
 	var cdoc yaml.Node
 	if yaml.Unmarshal(canon, &cdoc) != nil || len(cdoc.Content) == 0 {
-		return []Problem{yamlProblem(err)}
+		p := yamlProblem(err)
+		if p.Line == 0 {
+			p.Line = lineWithoutLine(data, p.Msg)
+		}
+		return []Problem{p}
 	}
 	var out []Problem
 	for _, le := range policies.YAMLErrors(cdoc.Content[0], err) {
@@ -248,8 +255,50 @@ func yamlProblems(err error, canon []byte, root *yaml.Node) []Problem {
 				p.Msg = "unknown field (check the spelling; see the scenario reference)"
 			}
 		}
+		if p.Line == 0 {
+			p.Line = lineWithoutLine(data, p.Msg)
+		}
 		out = append(out, p)
 	}
 	sort.SliceStable(out, func(a, b int) bool { return out[a].Line < out[b].Line })
 	return out
+}
+
+// badByteLine returns the line of the first byte YAML does not allow (invalid
+// UTF-8 or a control character outside YAML's printable set, YAML 1.2 §5.1),
+// or 0 when there is none.
+func badByteLine(data []byte) int {
+	line := 1
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		ok := r == '\t' || r == '\n' || r == '\r' || r >= 0x20 && r <= 0x7e || r == 0x85 ||
+			r >= 0xa0 && r <= 0xd7ff || r >= 0xe000 && r <= 0xfffd && r != 0xfeff || r >= 0x10000 && r <= 0x10ffff
+		if r == utf8.RuneError && size <= 1 || !ok && !(r == 0xfeff && i == 0) {
+			return line
+		}
+		if r == '\n' {
+			line++
+		}
+		i += size
+	}
+	return 0
+}
+
+// anchorMsgRE matches yaml.v3's anchor errors, which carry no line.
+var anchorMsgRE = regexp.MustCompile(`^(unknown anchor '(.*)' referenced|anchor '(.*)' value contains itself)$`)
+
+// lineWithoutLine finds the line a yaml.v3 error without one is about: the
+// first alias (*name) of an unknown anchor, the anchor (&name) that contains
+// itself, or the first byte YAML does not allow. 0 when not found.
+func lineWithoutLine(data []byte, msg string) int {
+	if g := anchorMsgRE.FindStringSubmatch(msg); g != nil {
+		needle := "*" + g[2]
+		if g[3] != "" {
+			needle = "&" + g[3]
+		}
+		if i := bytes.Index(data, []byte(needle)); i >= 0 {
+			return 1 + bytes.Count(data[:i], []byte("\n"))
+		}
+	}
+	return badByteLine(data)
 }

@@ -216,7 +216,11 @@ func Parse(data []byte, file string, sets []string) (*Scenario, error) {
 	errFile := file
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, &Error{File: errFile, Problems: []Problem{yamlProblem(err)}}
+		p := yamlProblem(err)
+		if p.Line == 0 {
+			p.Line = lineWithoutLine(data, p.Msg) // yaml.v3's reader and anchor errors have none
+		}
+		return nil, &Error{File: errFile, Problems: []Problem{p}}
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, &Error{File: errFile, Problems: []Problem{{Msg: "empty scenario"}}}
@@ -246,7 +250,7 @@ func Parse(data []byte, file string, sets []string) (*Scenario, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(canon))
 	dec.KnownFields(true)
 	if err := dec.Decode(sc); err != nil {
-		return nil, &Error{File: errFile, Problems: yamlProblems(err, canon, root)}
+		return nil, &Error{File: errFile, Problems: yamlProblems(err, data, canon, root)}
 	}
 	sc.useSourceParams()
 	sc.setDefaults()
