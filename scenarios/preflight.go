@@ -29,14 +29,14 @@ func (s *Scenario) engineConfig(pol sim.Policy, cluster *sim.Cluster, jobs []sim
 // the policy's own start-up checks (policies.Preflighter) against that engine's
 // view at time 0. It schedules nothing. All problems come back in one *Error,
 // located at the policy's params field ("policies[1].params.partitions[0].nodes")
-// or at the policy when no field is at fault. Fill experiments are checked up to
-// the cluster (they run no engine).
+// or at the policy when no field is at fault. For a fill experiment (no engine)
+// it runs RunFill's start-up checks (fgd.CheckFill) on the pods RunFill uses.
 func (s *Scenario) Preflight(cluster *sim.Cluster, jobs []sim.JobSpec) error {
 	if cluster.NumGPUs() == 0 {
 		return s.fieldErr("cluster", errors.New("the cluster has no GPUs"))
 	}
 	if s.Experiment != nil {
-		return nil
+		return s.preflightFill()
 	}
 	e := &Error{File: s.file}
 	for i := range s.Policies {

@@ -265,37 +265,6 @@ func Parse(data []byte, file string, sets []string) (*Scenario, error) {
 	return sc, nil
 }
 
-// pathAtLine finds the field path of the first key or value node at line.
-func pathAtLine(n *yaml.Node, line int, prefix string) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			p := k.Value
-			if prefix != "" {
-				p = prefix + "." + k.Value
-			}
-			if k.Line == line {
-				return p
-			}
-			if r := pathAtLine(v, line, p); r != "" {
-				return r
-			}
-		}
-	case yaml.SequenceNode:
-		for i, c := range n.Content {
-			p := fmt.Sprintf("%s[%d]", prefix, i)
-			if c.Line == line && c.Kind == yaml.ScalarNode {
-				return p
-			}
-			if r := pathAtLine(c, line, p); r != "" {
-				return r
-			}
-		}
-	}
-	return ""
-}
-
 var lineRE = regexp.MustCompile(`line (\d+): (.*)`)
 
 // yamlProblem turns a yaml.v3 error into problems with lines.
