@@ -113,7 +113,6 @@ func (es Errors) Error() string {
 	return strings.Join(s, "\n")
 }
 
-
 // Load reads and parses a sweep file (see Parse).
 func Load(path string) (*Sweep, error) {
 	b, err := os.ReadFile(path)
