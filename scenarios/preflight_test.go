@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,6 +121,54 @@ func TestPreflightFindsWhatRunRejects(t *testing.T) {
 			} else if !errors.As(err, &se) {
 				t.Errorf("Run: want a located *Error, got %v", err)
 			}
+		})
+	}
+}
+
+// BenchmarkPreflight measures what validate adds to a scenario's check: a
+// fresh engine per policy and the policies' start-up checks over every job
+// (ns/job), for 100,000 synthetic jobs on 1,280 nodes (10,240 GPUs):
+//
+//	go test ./scenarios -run '^$' -bench BenchmarkPreflight -benchmem
+func BenchmarkPreflight(b *testing.B) {
+	n := 100_000
+	if testing.Short() {
+		n = 10_000
+	}
+	for _, pol := range []struct{ name, params string }{
+		{"fifo", ""},
+		{"slurm", "      partitions: [{name: a, nodes: \"h100-*\", default: true}]\n"},
+		{"volcano", "      queues: [{name: a, guarantee: {gpu: 100}}]\n"},
+		{"kueue", "      queueMapping: {default: a}\n" + strings.Replace(kueueInline, "nominalQuota: 16", "nominalQuota: 10240", 1)},
+	} {
+		b.Run("policy="+pol.name, func(b *testing.B) {
+			text := fmt.Sprintf("apiVersion: gpusim/v1alpha1\nkind: Scenario\ncluster:\n  pools:\n    - {name: h100, template: dgx-h100, nodes: 1280}\nworkload:\n  synthetic: {jobs: %d}\npolicies:\n  - name: %s\n", n, pol.name)
+			if pol.params != "" {
+				text += "    params:\n" + pol.params
+			}
+			sc, err := Parse([]byte(text), "", nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			nodes, err := sc.Nodes()
+			if err != nil {
+				b.Fatal(err)
+			}
+			c, err := sim.NewCluster(nodes)
+			if err != nil {
+				b.Fatal(err)
+			}
+			jobs, _, err := sc.Jobs(c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				if err := sc.Preflight(c, jobs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(jobs)), "ns/job")
 		})
 	}
 }
