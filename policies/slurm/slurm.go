@@ -126,6 +126,7 @@ type Slurm struct {
 	partTested         []int
 	userTested         map[string]int
 	nodeResv           [][]int // admin reservations per node
+	fitCache           map[fitKey]bool
 }
 
 type interval struct{ start, end sim.Time }
@@ -483,7 +484,7 @@ func (s *Slurm) mapJob(v *sim.View, j *sim.Job, info *jobInfo) error {
 	}
 	pt := s.parts[pi]
 	info.part = int32(pi)
-	if !s.canEverFit(v.Cluster(), pt, sp) {
+	if !s.canEverFitCached(v.Cluster(), int32(pi), pt, sp) {
 		return cfgErr("job %s: needs %d x %d GPU(s) (models %v), %d mCPU, %d MiB per replica, but partition %q (%d nodes) can never hold it", sp.ID, sp.Replicas, sp.GPUsPerReplica, sp.GPUModels, sp.CPUMilli, sp.MemoryMiB, pt.name, len(pt.nodes))
 	}
 	// QOS
@@ -543,6 +544,31 @@ func (s *Slurm) userAssoc(sp *sim.JobSpec) int32 {
 		acct = k
 	}
 	return t.add(acct, assoc{name: user, user: true, shares: 1})
+}
+
+// fitKey is what canEverFit depends on: the partition and the job's shape.
+type fitKey struct {
+	part           int32
+	replicas, gpus int32
+	milli          sim.MilliGPU
+	cpu, mem       int64
+	models         string
+}
+
+// canEverFitCached is canEverFit memoized by job shape for the set-up, which
+// asks it for every job of the run (jobs of a trace share few shapes; without
+// the cache the set-up costs jobs x partition nodes).
+func (s *Slurm) canEverFitCached(c *sim.Cluster, part int32, pt *partition, sp *sim.JobSpec) bool {
+	k := fitKey{part, sp.Replicas, sp.GPUsPerReplica, sp.GPUMilli, sp.CPUMilli, sp.MemoryMiB, strings.Join(sp.GPUModels, "\x00")}
+	if ok, hit := s.fitCache[k]; hit {
+		return ok
+	}
+	if s.fitCache == nil {
+		s.fitCache = map[fitKey]bool{}
+	}
+	ok := s.canEverFit(c, pt, sp)
+	s.fitCache[k] = ok
+	return ok
 }
 
 // canEverFit reports whether the partition's nodes, empty, can hold the job.
