@@ -80,7 +80,7 @@ func Check(t testing.TB, policy string, params []byte) {
 
 // goTypeRE matches what must not reach a user: YAML tags, yaml.v3's
 // "unmarshal" messages and Go type names.
-var goTypeRE = regexp.MustCompile(`!!\w|unmarshal|\b(u?int(8|16|32|64)?|float(32|64)|\*?struct)\b|\[\][a-z*]|map\[|(^| )yaml: `)
+var goTypeRE = regexp.MustCompile(`!!\w|unmarshal|\b(u?int(8|16|32|64)?|float(32|64)|\*?struct)\b|\[\][a-z*]|map\[|(^|: )yaml: `)
 
 // Located fails t unless err is a *scenarios.Error whose problems all have a
 // line and a message free of YAML tags and Go type names.
