@@ -239,3 +239,43 @@ func pathAt(n *yaml.Node, line int, value, prefix string) (string, bool) {
 	}
 	return "", false
 }
+
+// pathStepRE splits a field path into keys and [index] steps.
+var pathStepRE = regexp.MustCompile(`[^.\[\]]+|\[\d+\]`)
+
+// LineOf returns the line of the field at path ("a.b[2].c") under n, or of its
+// deepest existing ancestor when the field is absent; 0 when n is nil.
+func LineOf(n *yaml.Node, path string) int {
+	if n == nil {
+		return 0
+	}
+	line := n.Line
+	for _, step := range pathStepRE.FindAllString(path, -1) {
+		for n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+		if strings.HasPrefix(step, "[") {
+			i, _ := strconv.Atoi(step[1 : len(step)-1])
+			if n.Kind != yaml.SequenceNode || i >= len(n.Content) {
+				return line
+			}
+			n = n.Content[i]
+			line = n.Line
+			continue
+		}
+		if n.Kind != yaml.MappingNode {
+			return line
+		}
+		found := false
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == step {
+				line, n, found = n.Content[i].Line, n.Content[i+1], true
+				break
+			}
+		}
+		if !found {
+			return line
+		}
+	}
+	return line
+}

@@ -53,3 +53,15 @@ func TestProblems(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+func TestLineOf(t *testing.T) {
+	var n yaml.Node
+	if err := yaml.Unmarshal([]byte("a:\n  b:\n    - x\n    - {c: 1,\n       d: 2}\ne: 3\n"), &n); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]int{"a": 1, "a.b": 2, "a.b[1]": 4, "a.b[1].d": 5, "a.b[7]": 2, "a.zz": 1, "e": 6, "a.b[1].d.deeper": 5} {
+		if got := LineOf(n.Content[0], path); got != want {
+			t.Errorf("LineOf(%q) = %d, want %d", path, got, want)
+		}
+	}
+}

@@ -8,12 +8,14 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/gpusim/gpusim/internal/yamlmsg"
 	"github.com/gpusim/gpusim/policies"
 )
 
@@ -149,12 +151,14 @@ type Manifests struct {
 	Warnings       []string // supported-but-not-simulated fields and ignored objects
 	sources        map[string]string
 	name           string // the file (or directory) read, for errors about the whole set
+	specs          map[string]*yaml.Node // object spec by its source ("file:line"), for field lines
+	files          map[string]string     // file of each source
 }
 
 func newManifests() *Manifests {
 	return &Manifests{Flavors: map[string]*ResourceFlavorSpec{}, ClusterQueues: map[string]*ClusterQueueSpec{},
 		Cohorts: map[string]*CohortSpec{}, LocalQueues: map[string]*LocalQueueSpec{}, PriorityValues: map[string]int32{},
-		Topologies: map[string]*TopologySpec{}, sources: map[string]string{}}
+		Topologies: map[string]*TopologySpec{}, sources: map[string]string{}, specs: map[string]*yaml.Node{}, files: map[string]string{}}
 }
 
 // LoadManifests reads Kueue YAML from a file or every *.yaml / *.yml file of a
@@ -260,6 +264,8 @@ func (m *Manifests) addObject(where, file string, o *object) error {
 		return fmt.Errorf("%s: duplicate %s %q (first at %s)", where, o.Kind, o.Metadata.Name, prev)
 	}
 	m.sources[key] = where
+	spec := o.Spec
+	m.specs[where], m.files[where] = &spec, file
 	decode := func(out any) error {
 		if o.Spec.Kind == 0 {
 			return nil
@@ -352,7 +358,8 @@ func emptyMapping(n *yaml.Node) bool { return n.Kind == yaml.MappingNode && len(
 func (m *Manifests) validate() error {
 	var errs []error
 	add := func(where, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", where, fmt.Sprintf(format, args...)))
+		msg := fmt.Sprintf(format, args...)
+		errs = append(errs, fmt.Errorf("%s: %s", m.fieldWhere(where, msg), msg))
 	}
 	checkRG := func(where string, rgs []ResourceGroup, hasParent bool) {
 		seenRes := map[string]bool{}
@@ -501,4 +508,29 @@ func syntaxMsg(err error) string {
 		return rest
 	}
 	return msg
+}
+
+// specPathRE matches the spec field path a validation message starts with,
+// after an optional "Kind name: " ("resourceGroups[0].flavors[1].name: ...").
+var specPathRE = regexp.MustCompile(`^(?:[A-Z]\w+ "?[^ :"]+"?: )?((?:fairSharing|admissionScope|preemption|flavorFungibility|resourceGroups|queueingStrategy)[\w.\[\]]*)[: ]`)
+
+// fieldWhere refines where ("file:line" of an object, optionally followed by
+// ": Kind name") to the line of the spec field msg starts with, when known.
+func (m *Manifests) fieldWhere(where, msg string) string {
+	src, rest := where, ""
+	if i := strings.Index(where, ": "); i >= 0 {
+		src, rest = where[:i], where[i:]
+	}
+	spec, ok := m.specs[src]
+	if !ok || spec.Kind == 0 {
+		return where
+	}
+	g := specPathRE.FindStringSubmatch(msg)
+	if g == nil {
+		return where
+	}
+	if line := yamlmsg.LineOf(spec, g[1]); line > 0 {
+		return fmt.Sprintf("%s:%d%s", m.files[src], line, rest)
+	}
+	return where
 }
