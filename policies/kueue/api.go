@@ -150,7 +150,7 @@ type Manifests struct {
 	Config         *Config  // Kueue's Configuration (config.go); nil if none
 	Warnings       []string // supported-but-not-simulated fields and ignored objects
 	sources        map[string]string
-	name           string // the file (or directory) read, for errors about the whole set
+	name           string                // the file (or directory) read, for errors about the whole set
 	specs          map[string]*yaml.Node // object spec by its source ("file:line"), for field lines
 	files          map[string]string     // file of each source
 }
