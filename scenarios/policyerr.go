@@ -24,8 +24,8 @@ import (
 // field, so every policy error reads "file:line: policies[i].params.x: message".
 
 // paramPathRE matches a leading field path: "partitions[0].nodes: ", also with a
-// name in parentheses after an element ("partitions[0] (gpu).nodes: "), and the
-// optional policy-name prefix some packages add ("volcano: ").
+// name in parentheses after an element ("partitions[0] (gpu).nodes: "). The
+// policy-name prefixes some packages add ("volcano: ") are stripped before.
 var paramPathRE = regexp.MustCompile(`^([A-Za-z][\w-]*(?:\[\d+\])*(?: \([^():]*\))?(?:\.[\w./-]+(?:\[\d+\])*(?: \([^():]*\))?)*): (.*)$`)
 
 // parenRE removes " (name)" annotations from a matched path.
