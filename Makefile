@@ -42,12 +42,22 @@ bench-full: ## the issue-sized benchmarks (1M jobs on 10,240 GPUs; ~1 min)
 demo: build ## run the embedded demo scenario (no external files) into out/demo
 	$(BIN) run --demo -o out/demo
 
-fuzz: ## run the main fuzz targets for 20s each (every Fuzz* also runs its seeds in make test)
-	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20s
-	$(GO) test ./traces -run '^$$' -fuzz '^FuzzNative$$' -fuzztime 20s
-	$(GO) test ./traces -run '^$$' -fuzz '^FuzzNativeParquet$$' -fuzztime 20s
-	$(GO) test ./workloads -run '^$$' -fuzz '^FuzzDecodeValidateGenerate$$' -fuzztime 20s
-	$(GO) test ./calibrate -run '^$$' -fuzz '^FuzzReadInterference$$' -fuzztime 20s
+# Fuzz time per target for `make fuzz`.
+FUZZTIME ?= 20s
+# Time spent minimizing each new interesting input (go test -fuzzminimizetime;
+# its 60s default would use up short runs).
+FUZZMINTIME ?= 5s
+
+fuzz: ## run every Fuzz* target of the repo (found by go test -list, so new ones are included) for FUZZTIME (20s) each
+	@set -e; \
+	dirs=$$(grep -l '^func Fuzz' $$(git ls-files --cached --others --exclude-standard '*_test.go') | xargs -n1 dirname | sort -u); \
+	[ -n "$$dirs" ] || { echo "no fuzz targets found"; exit 1; }; \
+	for d in $$dirs; do \
+	  for t in $$($(GO) test -list '^Fuzz' ./$$d | grep '^Fuzz'); do \
+	    echo "== ./$$d $$t ($(FUZZTIME))"; \
+	    $(GO) test ./$$d -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME); \
+	  done; \
+	done
 
 clean: ## remove build and demo outputs
 	rm -rf bin out

@@ -10,6 +10,8 @@ import (
 	"unicode"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gpusim/gpusim/internal/yamlmsg"
 )
 
 // Document identity of the interference file.
@@ -183,7 +185,7 @@ func ReadInterference(name string, r io.Reader) (*InterferenceMatrix, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty document", name)
 		}
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, yamlmsg.FileError(name, &root, err)
 	}
 	if err := m.validate().render(name, &root); err != nil {
 		return nil, err

@@ -103,7 +103,7 @@ func TestReadInterferenceErrors(t *testing.T) {
 	for _, tc := range []struct{ doc, want string }{
 		{"", "empty document"},
 		{"apiVersion: gpusim/v1\nkind: InterferenceMatrix\n", `x.yaml:1: apiVersion: must be "gpusim/v1alpha1"`},
-		{"apiVersion: gpusim/v1alpha1\nkind: InterferenceMatrix\nbogus: 1\n", "field bogus not found"},
+		{"apiVersion: gpusim/v1alpha1\nkind: InterferenceMatrix\nbogus: 1\n", `x.yaml:3: bogus: unknown field "bogus"`},
 		{"apiVersion: gpusim/v1alpha1\nkind: InterferenceMatrix\nmetadata: {name: x}\nworkloads:\n  - name: a\nmodes:\n  - mode: timeslice\n    alone:\n      - workload: b\n        throughput: {mean: 1, stddev: 0, repetitions: 1}\n",
 			`x.yaml:9: modes[0].alone[0].workload: unknown workload "b"`},
 		{"apiVersion: gpusim/v1alpha1\nkind: InterferenceMatrix\nworkloads:\n  - name: a\nmodes:\n  - mode: mps\n    groups:\n      - members:\n          - {workload: a, mean: .nan, stddev: 0, repetitions: 1}\n          - {workload: a, mean: -1, stddev: 0, repetitions: 0}\n",

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gpusim/gpusim/internal/yamlmsg"
 )
 
 // Sharing modes a plan can test.
@@ -144,7 +146,7 @@ func ParsePlan(name string, b []byte) (*Plan, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty plan", name)
 		}
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, yamlmsg.FileError(name, &root, err)
 	}
 	p.defaults()
 	return &p, p.validate().render(name, &root)

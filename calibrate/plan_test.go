@@ -96,7 +96,7 @@ workloads:
 	}
 	for _, tc := range []struct{ doc, want string }{
 		{"", "empty plan"},
-		{"apiVersion: gpusim/v1alpha1\nkind: CalibrationPlan\nmeasure: 1s\nworkloads: [{name: a, command: x}]\nbogus: 1\n", "field bogus not found"},
+		{"apiVersion: gpusim/v1alpha1\nkind: CalibrationPlan\nmeasure: 1s\nworkloads: [{name: a, command: x}]\nbogus: 1\n", `p.yaml:5: bogus: unknown field "bogus"`},
 		{"apiVersion: gpusim/v1alpha1\nkind: CalibrationPlan\nmeasure: soon\n", "p.yaml"},
 		{"apiVersion: gpusim/v1alpha1\nkind: CalibrationPlan\nmeasure: 1s\nworkloads: [{name: a, command: {x: 1}}]\n", "command must be a string or a list"},
 		{"kind: Other\n", `kind: must be "CalibrationPlan"`},

@@ -1,7 +1,9 @@
 package policies
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -18,20 +20,30 @@ type Dur sim.Duration
 
 // UnmarshalYAML accepts "24h"-style strings and numbers of seconds.
 func (d *Dur) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return TypeErrorf(n, "want a duration (e.g. 90s, 24h or a number of seconds), got %s", nodeWords(n))
+	}
 	v, err := ParseDur(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
+		return TypeErrorf(n, "%v", err)
 	}
 	*d = Dur(v)
 	return nil
 }
 
+// maxDurSeconds bounds durations given as numbers (about 290 years: sim.Duration
+// is int64 microseconds).
+const maxDurSeconds = 9e12
+
 // ParseDur parses a duration string ("90s", "24h") or a number of seconds.
 func ParseDur(s string) (sim.Duration, error) {
 	s = strings.TrimSpace(s)
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
+	if f, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
 		if f < 0 {
 			return 0, fmt.Errorf("duration %q must be >= 0", s)
+		}
+		if math.IsNaN(f) || f > maxDurSeconds {
+			return 0, fmt.Errorf("duration %q: want a number of seconds up to %g", s, float64(maxDurSeconds))
 		}
 		return sim.Seconds(f), nil
 	}
@@ -46,17 +58,22 @@ func ParseDur(s string) (sim.Duration, error) {
 }
 
 // DecodeParams decodes a policy's `params` mapping into out (a pointer to a struct
-// with yaml tags), rejecting unknown keys with their YAML line. A nil node leaves
-// out unchanged.
+// with yaml tags). Every problem is reported, not only the first: each unknown key
+// (at any depth, see CheckFields) and each value of the wrong type is a *LineError (line, field path relative to
+// params, message without YAML tags or Go type names), joined with errors.Join.
+// A nil node leaves out unchanged.
 func DecodeParams(n *yaml.Node, out any) error {
 	if n == nil || n.Kind == 0 {
 		return nil
+	}
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
 	}
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return nil
 	}
 	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: params must be a mapping", n.Line)
+		return &LineError{Line: n.Line, Msg: "params must be a mapping"}
 	}
 	known := map[string]bool{}
 	t := reflect.TypeOf(out).Elem()
@@ -80,30 +97,54 @@ func DecodeParams(n *yaml.Node, out any) error {
 			keys = append(keys, k)
 		}
 	}
+	var errs []error
 	for _, k := range keys {
 		if !known[k.Value] {
+			msg := fmt.Sprintf("unknown parameter %q (known: %s)", k.Value, strings.Join(names, ", "))
 			if len(names) == 0 {
-				return fmt.Errorf("line %d: unknown parameter %q (this policy takes no parameters)", k.Line, k.Value)
+				msg = fmt.Sprintf("unknown parameter %q (this policy takes no parameters)", k.Value)
 			}
-			return fmt.Errorf("line %d: unknown parameter %q (known: %s)", k.Line, k.Value, strings.Join(names, ", "))
+			errs = append(errs, &LineError{Line: k.Line, Path: k.Value, Msg: msg})
 		}
 	}
-	if err := n.Decode(out); err != nil {
-		return err
+	for _, e := range CheckFields(n, out) { // unknown keys below the top level
+		if le, ok := e.(*LineError); ok && strings.ContainsAny(le.Path, ".[") {
+			errs = append(errs, e)
+		}
 	}
-	return nil
+	if len(errs) > 0 {
+		// Decoding would stop at the same unknown keys; report the type errors of
+		// the known ones too.
+		trimmed := *n
+		trimmed.Content = nil
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i]; k.Tag == "!!merge" || known[k.Value] {
+				trimmed.Content = append(trimmed.Content, k, n.Content[i+1])
+			}
+		}
+		n = &trimmed
+	}
+	if err := n.Decode(out); err != nil {
+		for _, le := range YAMLErrors(n, err) {
+			errs = append(errs, le)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // CheckFields reports every mapping key under n that has no matching yaml field in
 // the Go type of out (recursively through structs, pointers, slices and maps), as
-// "line N: path: unknown field". Structs with an `,inline` map accept any key.
+// a *LineError ("line N: path: unknown field"). Structs with an `,inline` map accept any key.
 func CheckFields(n *yaml.Node, out any) []error {
 	var errs []error
-	checkFields(n, reflect.TypeOf(out), "", &errs)
+	checkFields(n, reflect.TypeOf(out), "", &errs, map[*yaml.Node]bool{})
 	return errs
 }
 
-func checkFields(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
+// checkFields walks n along t; merging marks the mappings being merged, so that
+// a mapping merging itself (`&a {<<: *a}`, which yaml.v3 rejects when decoding)
+// is not walked forever.
+func checkFields(n *yaml.Node, t reflect.Type, path string, errs *[]error, merging map[*yaml.Node]bool) {
 	if n == nil {
 		return
 	}
@@ -114,7 +155,7 @@ func checkFields(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
 		return // raw YAML: checked by whoever decodes it
 	}
 	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
-		checkFields(n.Content[0], t, path, errs)
+		checkFields(n.Content[0], t, path, errs, merging)
 		return
 	}
 	if n.Kind == yaml.AliasNode {
@@ -158,7 +199,11 @@ func checkFields(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Tag == "!!merge" { // <<: *anchor — the merged mapping's keys are this struct's
 				for _, m := range mergeSources(v) {
-					checkFields(m, t, path, errs)
+					if !merging[m] {
+						merging[m] = true
+						checkFields(m, t, path, errs, merging)
+						delete(merging, m)
+					}
 				}
 				continue
 			}
@@ -169,25 +214,25 @@ func checkFields(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
 			ft, ok := fields[k.Value]
 			if !ok {
 				if !inlineMap {
-					*errs = append(*errs, fmt.Errorf("line %d: %s: unknown field", k.Line, p))
+					*errs = append(*errs, &LineError{Line: k.Line, Path: p, Msg: "unknown field"})
 				}
 				continue
 			}
-			checkFields(v, ft, p, errs)
+			checkFields(v, ft, p, errs, merging)
 		}
 	case reflect.Slice, reflect.Array:
 		if n.Kind != yaml.SequenceNode {
 			return
 		}
 		for i, c := range n.Content {
-			checkFields(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), errs)
+			checkFields(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), errs, merging)
 		}
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
 			return
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			checkFields(n.Content[i+1], t.Elem(), path+"."+n.Content[i].Value, errs)
+			checkFields(n.Content[i+1], t.Elem(), path+"."+n.Content[i].Value, errs, merging)
 		}
 	}
 }

@@ -70,3 +70,39 @@ func TestParseQuantity(t *testing.T) {
 		}
 	}
 }
+
+// A mapping that merges itself (found by FuzzManifests: `&a {<<: *a}` overflowed
+// the stack in CheckFields) is reported, not walked forever; yaml.v3 rejects it
+// when decoding.
+func TestSelfMergeTerminates(t *testing.T) {
+	for _, in := range []string{"&a {<<: *a}", "p: &a {window: 1h, <<: *a}", "p: &a {queues: [{<<: *a}]}"} {
+		var d yaml.Node
+		if err := yaml.Unmarshal([]byte(in), &d); err != nil {
+			continue
+		}
+		_ = CheckFields(&d, &mergeParams{})
+		if err := DecodeParams(d.Content[0], &mergeParams{}); err == nil {
+			t.Errorf("%q: no error", in)
+		}
+	}
+}
+
+// yaml.v3 type errors are told in the user's terms, with the field path and
+// line of each, every one of them.
+func TestDecodeParamsEveryProblem(t *testing.T) {
+	var d yaml.Node
+	if err := yaml.Unmarshal([]byte("placement: [a]\nwindow: soon\nqueues:\n  - {name: a, weight: x, wieght: 2}\nbogus: 1\n"), &d); err != nil {
+		t.Fatal(err)
+	}
+	err := DecodeParams(d.Content[0], &mergeParams{})
+	want := []string{
+		`line 5: bogus: unknown parameter "bogus" (known: placement, window, queues, extra)`,
+		`line 4: queues[0].wieght: unknown field`,
+		`line 1: placement: want a string, got a list`,
+		`line 2: window: invalid duration "soon" (want e.g. 90s, 24h or a number of seconds)`,
+		`line 4: queues[0].weight: want a whole number, got "x"`,
+	}
+	if err == nil || err.Error() != strings.Join(want, "\n") {
+		t.Errorf("got\n%v\nwant\n%s", err, strings.Join(want, "\n"))
+	}
+}

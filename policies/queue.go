@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"errors"
 	"fmt"
 
 	"gopkg.in/yaml.v3"
@@ -92,9 +93,10 @@ type queuePolicy struct {
 }
 
 func newQueuePolicy(name string, o order, bf backfillMode, p QueueParams) (*queuePolicy, error) {
+	var errs []error // every problem is reported
 	pl, err := NewPlacer(p.Placement)
 	if err != nil {
-		return nil, fmt.Errorf("placement: %w", err)
+		errs = append(errs, fmt.Errorf("placement: %w", err))
 	}
 	q := &queuePolicy{name: name, order: o, bf: bf, placer: pl, strict: true,
 		window: sim.Duration(p.Window), maxTest: p.MaxJobsTest, res: sim.Duration(p.Resolution)}
@@ -102,10 +104,13 @@ func newQueuePolicy(name string, o order, bf backfillMode, p QueueParams) (*queu
 		q.strict = *p.Strict
 	}
 	if bf != bfNone && !q.strict {
-		return nil, fmt.Errorf("strict: backfill policies are strict by definition")
+		errs = append(errs, fmt.Errorf("strict: backfill policies are strict by definition"))
 	}
 	if p.MaxJobsTest < 0 {
-		return nil, fmt.Errorf("maxJobsTest: must be >= 0")
+		errs = append(errs, fmt.Errorf("maxJobsTest: must be >= 0"))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	if q.maxTest == 0 {
 		q.maxTest = 500

@@ -15,6 +15,10 @@ import (
 type Env struct {
 	// BaseDir resolves relative file paths in params (the scenario's directory).
 	BaseDir string
+	// File is the scenario file the params are written in ("" when embedded):
+	// problems in text embedded in params (Kueue's inline manifests) are
+	// reported at its lines.
+	File string
 }
 
 // Resolve makes p relative to BaseDir (absolute paths unchanged).
@@ -105,4 +109,17 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 // simulated (e.g. Kueue manifest fields), for `gpusim validate` and `run` to print.
 type Warner interface {
 	Warnings() []string
+}
+
+// Preflighter is an optional Policy capability: the start-up checks a policy
+// runs against the cluster and the whole workload at its first scheduling point
+// (node expressions that must match nodes, job queues that must map to a queue,
+// guarantees that must fit the cluster), without scheduling anything. `gpusim
+// validate` calls it on a fresh instance with the View of an engine built
+// exactly as `gpusim run` builds it (time 0, no job arrived yet), so that a
+// scenario validate accepts starts under run. It returns every problem it can
+// (errors.Join), each a *ConfigError or an error whose text starts with the
+// params field at fault; nil when the policy will start.
+type Preflighter interface {
+	Preflight(v *sim.View) error
 }

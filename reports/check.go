@@ -15,6 +15,8 @@ import (
 	"text/tabwriter"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gpusim/gpusim/internal/yamlmsg"
 )
 
 // Direction says which way a metric gets worse.
@@ -368,7 +370,9 @@ func ParseRangeSpec(name string, b []byte) (*RangeSpec, error) {
 		if err == io.EOF {
 			return nil, fmt.Errorf("%s: empty range spec", name)
 		}
-		return nil, fmt.Errorf("%s: %w", name, err)
+		var doc yaml.Node // for field paths
+		_ = yaml.Unmarshal(b, &doc)
+		return nil, yamlmsg.FileError(name, &doc, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err != io.EOF {

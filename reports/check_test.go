@@ -169,14 +169,14 @@ func TestRangeSpec(t *testing.T) {
 	}
 
 	for text, wantErr := range map[string]string{
-		"apiVersion: gpusim/v1alpha1\nkind: RangeSpec\nmetrics:\n  a: {max: 1}\nextra: 1\n": "rs.yaml: yaml: unmarshal errors:\n  line 5: field extra not found",
-		"apiVersion: gpusim/v1alpha1\nkind: RangeSpec\nmetrics:\n  a: {mx: 1}\n":            "line 4: field mx not found",
+		"apiVersion: gpusim/v1alpha1\nkind: RangeSpec\nmetrics:\n  a: {max: 1}\nextra: 1\n": `rs.yaml:5: extra: unknown field "extra"`,
+		"apiVersion: gpusim/v1alpha1\nkind: RangeSpec\nmetrics:\n  a: {mx: 1}\n":            `rs.yaml:4: metrics.a.mx: unknown field "mx"`,
 		"apiVersion: v2\nkind: RangeSpec\nmetrics:\n  a: {max: 1}\n":                        `apiVersion: got "v2"`,
 		"apiVersion: gpusim/v1alpha1\nkind: RangeSpec\nmetrics:\n  a: {}\n":                 "rs.yaml:4: metrics.a: set min, max or both",
 		"apiVersion: gpusim/v1alpha1\nkind: RangeSpec\nmetrics:\n\n  a: {min: 2, max: 1}\n": "rs.yaml:5: metrics.a: min 2 > max 1",
 		"apiVersion: gpusim/v1alpha1\nkind: RangeSpec\n":                                    "at least one metric",
 		"": "empty range spec",
-		"apiVersion: gpusim/v1alpha1\nkind: RangeSpec\nmetrics:\n  a: {max: x}\n": "line 4",
+		"apiVersion: gpusim/v1alpha1\nkind: RangeSpec\nmetrics:\n  a: {max: x}\n": `rs.yaml:4: metrics.a.max: want a number, got "x"`,
 	} {
 		_, err := ParseRangeSpec("rs.yaml", []byte(text))
 		if err == nil || !strings.Contains(err.Error(), wantErr) {

@@ -120,9 +120,9 @@ func (s *Scenario) Jobs(c *sim.Cluster) ([]sim.JobSpec, *traces.ImportReport, er
 // Policy builds the policy of spec i (a fresh instance per run).
 func (s *Scenario) Policy(i int) (sim.Policy, error) {
 	p := &s.Policies[i]
-	pol, err := policies.NewWithEnv(p.Name, paramsNode(p), policies.Env{BaseDir: s.dir})
+	pol, err := policies.NewWithEnv(p.Name, paramsNode(p), s.env())
 	if err != nil {
-		return nil, s.fieldErr(fmt.Sprintf("policies[%d]", i), err)
+		return nil, &Error{File: s.file, Problems: s.policyProblems(i, err)}
 	}
 	if p.Label != "" && p.Label != p.Name {
 		return labeled{pol, p.Label}, nil

@@ -35,6 +35,22 @@ func TestExamplesRun(t *testing.T) {
 				}
 				return
 			}
+			// validate's start-up checks accept every example (no false alarm).
+			nodes, err := sc.Nodes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := sim.NewCluster(nodes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs, _, err := sc.Jobs(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sc.Preflight(c, jobs); err != nil {
+				t.Fatalf("Preflight: %v", err)
+			}
 			runs, err := Run(context.Background(), sc, RunOptions{NoLog: true})
 			if err != nil {
 				t.Fatal(err)
@@ -65,6 +81,22 @@ func TestPhillyVCsBackfillNeverWorse(t *testing.T) {
 				fmt.Sprintf("cluster.pools[0].nodes=%d", c.nodes), "policies=[{name: fifo}, {name: easy-backfill}]"})
 			if err != nil {
 				t.Fatal(err)
+			}
+			// validate's start-up checks accept every example (no false alarm).
+			nodes, err := sc.Nodes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := sim.NewCluster(nodes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs, _, err := sc.Jobs(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sc.Preflight(c, jobs); err != nil {
+				t.Fatalf("Preflight: %v", err)
 			}
 			runs, err := Run(context.Background(), sc, RunOptions{NoLog: true})
 			if err != nil {

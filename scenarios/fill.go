@@ -85,23 +85,9 @@ func RunFill(ctx context.Context, s *Scenario, opts RunOptions) ([]FillRun, erro
 	if err != nil {
 		return nil, err
 	}
-	var pods []sim.JobSpec
-	switch {
-	case s.Workload.Trace != nil:
-		pods, _, err = s.Workload.Trace.Load(s.dir, s.SeedValue())
-	case s.Workload.Synthetic != nil:
-		c, cerr := sim.NewCluster(nodes)
-		if cerr != nil {
-			return nil, s.fieldErr("cluster", cerr)
-		}
-		pods, err = s.Workload.Synthetic.Generate(s.SeedValue(), c.NumGPUs(), c.MaxGPUsPerNode())
-	}
+	pods, err := s.fillPods(nodes)
 	if err != nil {
-		return nil, s.fieldErr("workload", err)
-	}
-	load := s.Experiment.Load
-	if load == 0 {
-		load = DefaultFillLoad
+		return nil, err
 	}
 	if err := s.saveTo(opts.OutDir); err != nil {
 		return nil, err
@@ -114,7 +100,7 @@ func RunFill(ctx context.Context, s *Scenario, opts RunOptions) ([]FillRun, erro
 		if opts.Now != nil {
 			t0 = opts.Now()
 		}
-		res, err := fgd.RunFill(nodes, pods, fgd.FillConfig{Load: load, Seed: s.SeedValue(), Policy: p.Name})
+		res, err := fgd.RunFill(nodes, pods, s.fillConfig(i))
 		if err != nil {
 			return s.fieldErr(fmt.Sprintf("policies[%d]", i), err)
 		}
@@ -123,7 +109,7 @@ func RunFill(ctx context.Context, s *Scenario, opts RunOptions) ([]FillRun, erro
 			wall = opts.Now().Sub(t0).Seconds()
 		}
 		sum := &FillSummary{Schema: "gpusim/fill-summary/v1", Policy: p.DisplayName(), Scenario: s.Name, Experiment: "fill",
-			Fill: FillMetrics{Load: load, GPUAllocationRatio: round6(res.GPUAllocationRatio), FragmentedGPURatio: round6(res.FragmentedGPURatio),
+			Fill: FillMetrics{Load: s.fillConfig(i).Load, GPUAllocationRatio: round6(res.GPUAllocationRatio), FragmentedGPURatio: round6(res.FragmentedGPURatio),
 				Pods: res.Pods, UnscheduledPods: res.Unscheduled, Curve: res.Curve}, Wall: wall,
 			Provenance: reports.Provenance{Version: opts.Version, GoVersion: runtime.Version(), Seed: s.SeedValue(), Scenario: s.Name, ScenarioSHA256: s.hash}}
 		run := FillRun{Label: p.DisplayName(), Summary: sum}
@@ -157,3 +143,58 @@ func mkdirWrite(dir string, b []byte) error {
 
 // fillPolicy reports whether name is one of the FGD fill policies.
 func fillPolicy(name string) bool { return slices.Contains(fgd.Policies(), name) }
+
+// fillPods builds the fill experiment's pods: the trace as read (no load
+// scaling: the experiment resizes the pod list itself), or the synthetic
+// workload generated for the cluster.
+func (s *Scenario) fillPods(nodes []sim.NodeSpec) ([]sim.JobSpec, error) {
+	var pods []sim.JobSpec
+	var err error
+	switch {
+	case s.Workload.Trace != nil:
+		pods, _, err = s.Workload.Trace.Load(s.dir, s.SeedValue())
+	case s.Workload.Synthetic != nil:
+		c, cerr := sim.NewCluster(nodes)
+		if cerr != nil {
+			return nil, s.fieldErr("cluster", cerr)
+		}
+		pods, err = s.Workload.Synthetic.Generate(s.SeedValue(), c.NumGPUs(), c.MaxGPUsPerNode())
+	}
+	if err != nil {
+		return nil, s.fieldErr("workload", err)
+	}
+	return pods, nil
+}
+
+// fillConfig is the fill configuration of policy i.
+func (s *Scenario) fillConfig(i int) fgd.FillConfig {
+	load := s.Experiment.Load
+	if load == 0 {
+		load = DefaultFillLoad
+	}
+	return fgd.FillConfig{Load: load, Seed: s.SeedValue(), Policy: s.Policies[i].Name}
+}
+
+// preflightFill runs, for every policy, RunFill's start-up checks on the pods
+// RunFill would use.
+func (s *Scenario) preflightFill() error {
+	nodes, err := s.Nodes()
+	if err != nil {
+		return err
+	}
+	pods, err := s.fillPods(nodes)
+	if err != nil {
+		return err
+	}
+	e := &Error{File: s.file}
+	for i := range s.Policies {
+		if err := fgd.CheckFill(nodes, pods, s.fillConfig(i)); err != nil {
+			path := fmt.Sprintf("policies[%d]", i)
+			e.Problems = append(e.Problems, Problem{Line: lineOf(s.root, path), Path: path, Msg: err.Error()})
+		}
+	}
+	if len(e.Problems) == 0 {
+		return nil
+	}
+	return e
+}

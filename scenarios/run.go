@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/reports"
 	"github.com/gpusim/gpusim/sim"
 )
@@ -126,13 +128,10 @@ func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, jobs []sim.
 		return PolicyRun{}, err
 	}
 	label := s.Policies[i].DisplayName()
-	cfg := s.Config()
-	if cfg.Speed, err = s.Speed(); err != nil {
+	cfg, err := s.engineConfig(pol, cluster, jobs)
+	if err != nil {
 		return PolicyRun{}, err
 	}
-	cfg.Cluster = cluster
-	cfg.Jobs = jobs
-	cfg.Policy = pol
 	cfg.NoLog = opts.NoLog
 	if opts.Progress != nil {
 		cfg.Progress = func(p sim.Progress) { opts.Progress(label, p) }
@@ -147,6 +146,10 @@ func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, jobs []sim.
 	}
 	res, err := e.Run(ctx)
 	if err != nil {
+		var ce *policies.ConfigError
+		if errors.As(err, &ce) { // the run stopped on its configuration: locate it as validate does
+			return PolicyRun{}, fmt.Errorf("policy %s: %w", label, &Error{File: s.file, Problems: s.policyProblems(i, ce)})
+		}
 		return PolicyRun{}, fmt.Errorf("policy %s: %w", label, err)
 	}
 	var wall time.Duration

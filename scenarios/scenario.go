@@ -216,7 +216,11 @@ func Parse(data []byte, file string, sets []string) (*Scenario, error) {
 	errFile := file
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, &Error{File: errFile, Problems: []Problem{yamlProblem(err)}}
+		p := yamlProblem(err)
+		if p.Line == 0 {
+			p.Line = lineWithoutLine(data, p.Msg) // yaml.v3's reader and anchor errors have none
+		}
+		return nil, &Error{File: errFile, Problems: []Problem{p}}
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, &Error{File: errFile, Problems: []Problem{{Msg: "empty scenario"}}}
@@ -224,6 +228,9 @@ func Parse(data []byte, file string, sets []string) (*Scenario, error) {
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
 		return nil, &Error{File: errFile, Problems: []Problem{{Line: root.Line, Msg: "a scenario must be a YAML mapping"}}}
+	}
+	if k, v := mapGet(root, "kind"); k != nil && v.Kind == yaml.ScalarNode && v.Value == "Sweep" {
+		return nil, &Error{File: errFile, Problems: []Problem{{Line: k.Line, Path: "kind", Msg: "this is a Sweep file; use gpusim sweep (run, validate and compare take a Scenario)"}}}
 	}
 	for _, s := range sets {
 		if err := applySet(root, s); err != nil {
@@ -243,57 +250,19 @@ func Parse(data []byte, file string, sets []string) (*Scenario, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(canon))
 	dec.KnownFields(true)
 	if err := dec.Decode(sc); err != nil {
-		// Lines refer to the re-encoded document when --set was used; map them back
-		// through field paths where we can.
-		p := yamlProblem(err)
-		var cdoc yaml.Node
-		if p.Line > 0 && yaml.Unmarshal(canon, &cdoc) == nil && len(cdoc.Content) > 0 {
-			if path := pathAtLine(cdoc.Content[0], p.Line, ""); path != "" {
-				p.Path = path
-				p.Line = lineOf(root, path)
-				if strings.HasPrefix(p.Msg, "unknown field") {
-					p.Msg = "unknown field (check the spelling; see the scenario reference)"
-				}
-			}
-		}
-		return nil, &Error{File: errFile, Problems: []Problem{p}}
+		return nil, &Error{File: errFile, Problems: yamlProblems(err, data, canon, root)}
 	}
+	sc.useSourceParams()
 	sc.setDefaults()
-	if fe := append(sc.validate(), sc.validateSpeed()...); len(fe) > 0 {
-		return nil, sc.problems(fe)
+	fe := append(sc.validate(), sc.validateSpeed()...)
+	pp := sc.validatePolicyParams()
+	if len(fe) > 0 || len(pp) > 0 {
+		e := sc.problems(fe)
+		e.Problems = append(e.Problems, pp...)
+		sort.SliceStable(e.Problems, func(a, b int) bool { return e.Problems[a].Line < e.Problems[b].Line })
+		return nil, e
 	}
 	return sc, nil
-}
-
-// pathAtLine finds the field path of the first key or value node at line.
-func pathAtLine(n *yaml.Node, line int, prefix string) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			p := k.Value
-			if prefix != "" {
-				p = prefix + "." + k.Value
-			}
-			if k.Line == line {
-				return p
-			}
-			if r := pathAtLine(v, line, p); r != "" {
-				return r
-			}
-		}
-	case yaml.SequenceNode:
-		for i, c := range n.Content {
-			p := fmt.Sprintf("%s[%d]", prefix, i)
-			if c.Line == line && c.Kind == yaml.ScalarNode {
-				return p
-			}
-			if r := pathAtLine(c, line, p); r != "" {
-				return r
-			}
-		}
-	}
-	return ""
 }
 
 var lineRE = regexp.MustCompile(`line (\d+): (.*)`)

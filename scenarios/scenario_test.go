@@ -75,7 +75,7 @@ func TestSetOverrides(t *testing.T) {
 	}
 	mustErr(t, minimal, []string{"noequals"}, "--set noequals: want path=value")
 	mustErr(t, minimal, []string{"policies[5].name=x"}, "out of range")
-	mustErr(t, minimal, []string{"seed=abc"}, "seed: cannot unmarshal")
+	mustErr(t, minimal, []string{"seed=abc"}, `seed: want a whole number >= 0, got "abc"`)
 	mustErr(t, minimal, []string{"cluster.pools[0].nodes=0"}, "cluster.pools[0].nodes: must be >= 1")
 }
 

@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gpusim/gpusim/internal/yamlmsg"
 )
 
 // DecodeYAML decodes a Synthetic from YAML, rejecting unknown fields. The document
@@ -39,7 +41,9 @@ func DecodeYAML(data []byte) (Synthetic, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&s); err != nil && !errors.Is(err, io.EOF) {
-		return Synthetic{}, fmt.Errorf("workload: decode synthetic block: %w", err)
+		var block yaml.Node // the decoded block, for field paths
+		_ = yaml.Unmarshal(data, &block)
+		return Synthetic{}, yamlmsg.Error("workload: synthetic block: ", &block, err)
 	}
 	return s, nil
 }

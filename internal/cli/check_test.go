@@ -96,7 +96,7 @@ func TestCheckBadInputExits2(t *testing.T) {
 		"unknown metric": {[]string{"check", "--baseline", base, "--current", base, "--max-regression", "wait_s.p98=0.1"}, "wait_s.p98"},
 		"bad tolerance":  {[]string{"check", "--baseline", base, "--current", base, "--max-regression", "wait_s.p99"}, "--max-regression"},
 		"no mode":        {[]string{"check", base}, "--baseline"},
-		"bad rangespec":  {[]string{"check", "--range-spec", spec, base}, "line 4: field maxx not found"},
+		"bad rangespec":  {[]string{"check", "--range-spec", spec, base}, `rs.yaml:4: metrics.wait_s.p99.maxx: unknown field "maxx"`},
 	} {
 		code, out, errs := runCLI(c.args...)
 		if code != ExitUsage || !strings.Contains(errs, c.want) {

@@ -18,8 +18,12 @@ func init() {
 			Short: "Check a scenario: schema, values, cluster, workload and policies",
 			Long: `Validate decodes the scenario strictly, applies defaults and --set overrides,
 reports every problem with file:line and field path, then builds the cluster and
-the workload and checks that every job can run on the empty cluster. Exit code 0
-when valid, 2 otherwise.`,
+the workload and checks that every job can run on the empty cluster. Last, it
+builds every policy and its engine as run does and runs the policy's start-up
+checks (Kueue: every job queue maps to a LocalQueue; Slurm: node expressions
+match nodes, every job maps to a partition that can hold it; Volcano: queue
+guarantees fit the cluster): when validate says ok, every policy starts. Exit
+code 0 when valid, 2 otherwise.`,
 			Args: func(cmd *cobra.Command, args []string) error {
 				if demo && len(args) == 0 || !demo && len(args) == 1 {
 					return nil
@@ -45,6 +49,10 @@ when valid, 2 otherwise.`,
 				}
 				jobs, rep, err := sc.Jobs(c)
 				if err != nil {
+					return classifyRunError(err)
+				}
+				// Every policy must start: the checks run makes at t=0.
+				if err := sc.Preflight(c, jobs); err != nil {
 					return classifyRunError(err)
 				}
 				names := make([]string, len(sc.Policies))

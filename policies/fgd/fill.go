@@ -64,49 +64,17 @@ type FillResult struct {
 // for fidelity); if it is above, random pods are dropped until it is not. The
 // target workload of the fragmentation measure is computed from the original list.
 func RunFill(nodes []sim.NodeSpec, pods []sim.JobSpec, cfg FillConfig) (*FillResult, error) {
-	if len(pods) == 0 {
-		return nil, fmt.Errorf("fgd: fill needs pods")
-	}
-	if math.IsNaN(cfg.Load) || math.IsInf(cfg.Load, 0) || cfg.Load > 100 {
-		return nil, fmt.Errorf("fgd: load %v out of range", cfg.Load)
-	}
-	if _, err := parsePolicy(cfg.Policy); err != nil {
-		return nil, err
-	}
-	c, err := sim.NewCluster(nodes)
+	c, pl, byID, demand, err := fillSetup(nodes, pods, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("fgd: %w", err)
+		return nil, err
 	}
 	capMilli := c.NumGPUs() * int64(sim.WholeGPU)
-	if capMilli == 0 {
-		return nil, fmt.Errorf("fgd: the cluster has no GPUs")
-	}
-	tw, err := NewTargetWorkload(pods, cfg.Target)
-	if err != nil {
-		return nil, err
-	}
-	pl, err := NewPlacer(c, cfg.Policy, tw, cfg.Seed)
-	if err != nil {
-		return nil, err
-	}
-	byID := make([]*sim.JobSpec, len(pods))
-	var demand int64
-	for i := range pods {
-		if _, err := pl.request(&pods[i]); err != nil {
-			return nil, err
-		}
-		byID[i] = &pods[i]
-		demand += pods[i].GPUDemandMilli()
-	}
 	sort.SliceStable(byID, func(a, b int) bool { return byID[a].ID < byID[b].ID })
 	order := append([]*sim.JobSpec(nil), byID...)
 	shuf := sim.Stream(cfg.Seed, "fgd/shuffle")
 	shuf.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
 
 	if cfg.Load > 0 {
-		if demand <= 0 {
-			return nil, fmt.Errorf("fgd: the pods ask no GPU; cannot resize to load %v", cfg.Load)
-		}
 		target := cfg.Load * float64(capMilli)
 		tune := sim.Stream(cfg.Seed, "fgd/tune")
 		switch {
@@ -195,4 +163,54 @@ func RunFill(nodes []sim.NodeSpec, pods []sim.JobSpec, cfg FillConfig) (*FillRes
 	res.GPUAllocationRatio = end.AllocRatio
 	res.FragmentedGPURatio = end.FragGPUPct
 	return res, nil
+}
+
+// fillSetup is RunFill's start-up: the checks of the configuration, the
+// cluster and every pod, then the cluster, the placer, the pods by ID (not yet
+// sorted) and their total GPU demand.
+func fillSetup(nodes []sim.NodeSpec, pods []sim.JobSpec, cfg FillConfig) (*sim.Cluster, *Placer, []*sim.JobSpec, int64, error) {
+	if len(pods) == 0 {
+		return nil, nil, nil, 0, fmt.Errorf("fgd: fill needs pods")
+	}
+	if math.IsNaN(cfg.Load) || math.IsInf(cfg.Load, 0) || cfg.Load > 100 {
+		return nil, nil, nil, 0, fmt.Errorf("fgd: load %v out of range", cfg.Load)
+	}
+	if _, err := parsePolicy(cfg.Policy); err != nil {
+		return nil, nil, nil, 0, err
+	}
+	c, err := sim.NewCluster(nodes)
+	if err != nil {
+		return nil, nil, nil, 0, fmt.Errorf("fgd: %w", err)
+	}
+	if c.NumGPUs() == 0 {
+		return nil, nil, nil, 0, fmt.Errorf("fgd: the cluster has no GPUs")
+	}
+	tw, err := NewTargetWorkload(pods, cfg.Target)
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	pl, err := NewPlacer(c, cfg.Policy, tw, cfg.Seed)
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	byID := make([]*sim.JobSpec, len(pods))
+	var demand int64
+	for i := range pods {
+		if _, err := pl.request(&pods[i]); err != nil {
+			return nil, nil, nil, 0, err
+		}
+		byID[i] = &pods[i]
+		demand += pods[i].GPUDemandMilli()
+	}
+	if cfg.Load > 0 && demand <= 0 {
+		return nil, nil, nil, 0, fmt.Errorf("fgd: the pods ask no GPU; cannot resize to load %v", cfg.Load)
+	}
+	return c, pl, byID, demand, nil
+}
+
+// CheckFill runs RunFill's start-up checks (configuration, cluster, every pod)
+// without filling: nil when RunFill would start.
+func CheckFill(nodes []sim.NodeSpec, pods []sim.JobSpec, cfg FillConfig) error {
+	_, _, _, _, err := fillSetup(nodes, pods, cfg)
+	return err
 }

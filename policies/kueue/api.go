@@ -8,12 +8,14 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/gpusim/gpusim/internal/yamlmsg"
 	"github.com/gpusim/gpusim/policies"
 )
 
@@ -148,12 +150,15 @@ type Manifests struct {
 	Config         *Config  // Kueue's Configuration (config.go); nil if none
 	Warnings       []string // supported-but-not-simulated fields and ignored objects
 	sources        map[string]string
+	name           string                // the file (or directory) read, for errors about the whole set
+	specs          map[string]*yaml.Node // object spec by its source ("file:line"), for field lines
+	files          map[string]string     // file of each source
 }
 
 func newManifests() *Manifests {
 	return &Manifests{Flavors: map[string]*ResourceFlavorSpec{}, ClusterQueues: map[string]*ClusterQueueSpec{},
 		Cohorts: map[string]*CohortSpec{}, LocalQueues: map[string]*LocalQueueSpec{}, PriorityValues: map[string]int32{},
-		Topologies: map[string]*TopologySpec{}, sources: map[string]string{}}
+		Topologies: map[string]*TopologySpec{}, sources: map[string]string{}, specs: map[string]*yaml.Node{}, files: map[string]string{}}
 }
 
 // LoadManifests reads Kueue YAML from a file or every *.yaml / *.yml file of a
@@ -182,6 +187,7 @@ func LoadManifests(path string) (*Manifests, error) {
 		}
 	}
 	m := newManifests()
+	m.name = path
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -197,8 +203,11 @@ func LoadManifests(path string) (*Manifests, error) {
 // ParseManifests reads Kueue YAML from bytes (name labels errors).
 func ParseManifests(name string, data []byte) (*Manifests, error) {
 	m := newManifests()
+	m.name = name
 	if err := m.add(name, data); err != nil {
-		return nil, err
+		// Objects that did not decode are missing: report their problems and
+		// those of the rest (references to them may be reported as not found).
+		return nil, errors.Join(err, m.validate())
 	}
 	return m, m.validate()
 }
@@ -213,7 +222,7 @@ func (m *Manifests) add(file string, data []byte) error {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %v", file, err)
+			return fmt.Errorf("%s: %s", file, syntaxMsg(err))
 		}
 		if len(doc.Content) == 0 || doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].Tag == "!!null" {
 			continue
@@ -226,11 +235,11 @@ func (m *Manifests) add(file string, data []byte) error {
 			continue
 		}
 		for _, e := range policies.CheckFields(root, &object{}) {
-			errs = append(errs, fmt.Errorf("%s: %v", file, e))
+			errs = append(errs, located(file, "", "", e))
 		}
 		var o object
 		if err := root.Decode(&o); err != nil {
-			errs = append(errs, fmt.Errorf("%s:%d: %v", file, root.Line, err))
+			errs = append(errs, yamlErrs(file, "", "", root, err)...)
 			continue
 		}
 		where := fmt.Sprintf("%s:%d", file, root.Line)
@@ -255,16 +264,19 @@ func (m *Manifests) addObject(where, file string, o *object) error {
 		return fmt.Errorf("%s: duplicate %s %q (first at %s)", where, o.Kind, o.Metadata.Name, prev)
 	}
 	m.sources[key] = where
+	spec := o.Spec
+	m.specs[where], m.files[where] = &spec, file
 	decode := func(out any) error {
 		if o.Spec.Kind == 0 {
 			return nil
 		}
 		var errs []error
+		what := fmt.Sprintf("%s %q", o.Kind, o.Metadata.Name)
 		for _, e := range policies.CheckFields(&o.Spec, out) {
-			errs = append(errs, fmt.Errorf("%s: %s %q: spec.%v", file, o.Kind, o.Metadata.Name, strings.TrimPrefix(e.Error(), "")))
+			errs = append(errs, located(file, what, "spec", e))
 		}
 		if err := o.Spec.Decode(out); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %s %q: spec: %v", where, o.Kind, o.Metadata.Name, err))
+			errs = append(errs, yamlErrs(file, what, "spec", &o.Spec, err)...)
 		}
 		return errors.Join(errs...)
 	}
@@ -319,6 +331,7 @@ func (m *Manifests) addObject(where, file string, o *object) error {
 		if _, dup := m.LocalQueues[k]; dup {
 			return fmt.Errorf("%s: duplicate LocalQueue %q", where, k)
 		}
+		m.sources["LocalQueue/"+k] = where
 		m.LocalQueues[k] = s
 	case "WorkloadPriorityClass":
 		if o.Value == nil {
@@ -345,7 +358,8 @@ func emptyMapping(n *yaml.Node) bool { return n.Kind == yaml.MappingNode && len(
 func (m *Manifests) validate() error {
 	var errs []error
 	add := func(where, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", where, fmt.Sprintf(format, args...)))
+		msg := fmt.Sprintf(format, args...)
+		errs = append(errs, fmt.Errorf("%s: %s", m.fieldWhere(where, msg), msg))
 	}
 	checkRG := func(where string, rgs []ResourceGroup, hasParent bool) {
 		seenRes := map[string]bool{}
@@ -431,11 +445,11 @@ func (m *Manifests) validate() error {
 	for _, k := range slices.Sorted(maps.Keys(m.LocalQueues)) {
 		lq := m.LocalQueues[k]
 		if _, ok := m.ClusterQueues[lq.ClusterQueue]; !ok {
-			errs = append(errs, fmt.Errorf("LocalQueue %s: spec.clusterQueue %q not found", k, lq.ClusterQueue))
+			errs = append(errs, fmt.Errorf("%s: LocalQueue %s: spec.clusterQueue %q not found", m.sources["LocalQueue/"+k], k, lq.ClusterQueue))
 		}
 	}
 	if len(m.ClusterQueues) == 0 {
-		errs = append(errs, fmt.Errorf("no ClusterQueue in the manifests"))
+		errs = append(errs, fmt.Errorf("%s: no ClusterQueue in the manifests", m.name))
 	}
 	m.checkFairSharingFields(add)
 	return errors.Join(errs...)
@@ -448,4 +462,75 @@ func oneOf(v string, opts ...string) bool {
 		}
 	}
 	return false
+}
+
+// located formats a *policies.LineError found in file (inside object what, under
+// field prefix) as "FILE:LINE: what: prefix.path: message".
+func located(file, what, prefix string, err error) error {
+	var le *policies.LineError
+	if !errors.As(err, &le) {
+		return fmt.Errorf("%s: %s", file, err)
+	}
+	path := le.Path
+	if prefix != "" {
+		path = strings.TrimSuffix(prefix+"."+path, ".")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s:%d: ", file, le.Line)
+	if what != "" {
+		b.WriteString(what + ": ")
+	}
+	if path != "" {
+		b.WriteString(path + ": ")
+	}
+	b.WriteString(le.Msg)
+	return errors.New(b.String())
+}
+
+// yamlErrs formats a yaml.v3 decode error of node n, one error per problem, as
+// located does (messages without YAML tags or Go type names).
+func yamlErrs(file, what, prefix string, n *yaml.Node, err error) []error {
+	var out []error
+	for _, le := range policies.YAMLErrors(n, err) {
+		if le.Line == 0 {
+			le.Line = n.Line
+		}
+		out = append(out, located(file, what, prefix, le))
+	}
+	return out
+}
+
+// syntaxMsg gives a YAML syntax error as "LINE: message" (yaml.v3 says
+// "yaml: line 3: ...").
+func syntaxMsg(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		return rest
+	}
+	return msg
+}
+
+// specPathRE matches the spec field path a validation message starts with,
+// after an optional "Kind name: " ("resourceGroups[0].flavors[1].name: ...").
+var specPathRE = regexp.MustCompile(`^(?:[A-Z]\w+ "?[^ :"]+"?: )?((?:fairSharing|admissionScope|preemption|flavorFungibility|resourceGroups|queueingStrategy)[\w.\[\]]*)[: ]`)
+
+// fieldWhere refines where ("file:line" of an object, optionally followed by
+// ": Kind name") to the line of the spec field msg starts with, when known.
+func (m *Manifests) fieldWhere(where, msg string) string {
+	src, rest := where, ""
+	if i := strings.Index(where, ": "); i >= 0 {
+		src, rest = where[:i], where[i:]
+	}
+	spec, ok := m.specs[src]
+	if !ok || spec.Kind == 0 {
+		return where
+	}
+	g := specPathRE.FindStringSubmatch(msg)
+	if g == nil {
+		return where
+	}
+	if line := yamlmsg.LineOf(spec, g[1]); line > 0 {
+		return fmt.Sprintf("%s:%d%s", m.files[src], line, rest)
+	}
+	return where
 }

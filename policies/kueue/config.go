@@ -181,10 +181,10 @@ func (m *Manifests) addConfiguration(file string, root *yaml.Node) error {
 	var raw rawConfiguration
 	var errs []error
 	for _, e := range policies.CheckFields(root, &raw) {
-		errs = append(errs, fmt.Errorf("%s: Configuration: %v", file, e))
+		errs = append(errs, located(file, "Configuration", "", e))
 	}
 	if err := root.Decode(&raw); err != nil {
-		errs = append(errs, fmt.Errorf("%s: Configuration: %v", where, err))
+		errs = append(errs, yamlErrs(file, "Configuration", "", root, err)...)
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)

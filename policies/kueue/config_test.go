@@ -170,7 +170,7 @@ func TestConfigurationInConfigMap(t *testing.T) {
 		t.Errorf("config from the ConfigMap: %+v", m.Config)
 	}
 	_, err = ParseManifests("m.yaml", []byte(cm("    fairSharing: {enabel: true}\n")))
-	if want := `ConfigMap "kueue-manager-config" data.controller_manager_config.yaml: Configuration: line 3: fairSharing.enabel: unknown field`; err == nil || !strings.Contains(err.Error(), want) {
+	if want := `ConfigMap "kueue-manager-config" data.controller_manager_config.yaml:3: Configuration: fairSharing.enabel: unknown field`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("want error containing %q, got %v", want, err)
 	}
 	m, err = ParseManifests("m.yaml", []byte(oneQueue+"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\ndata: {a: b}\n"))

@@ -1,6 +1,7 @@
 package kueue
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -46,6 +47,10 @@ type Params struct {
 	TopologyLevelMapping map[string]string `yaml:"topologyLevelMapping"`
 	// TopologyRequests give workloads Kueue PodSet topology requests (TAS).
 	TopologyRequests []TopologyRequestRule `yaml:"topologyRequests"`
+
+	// inlineLine is the scenario line where Inline's first line is written (0:
+	// unknown): errors in inline manifests then name the scenario's lines.
+	inlineLine int
 }
 
 // DefaultEvictionGrace is the default eviction grace period.
@@ -59,6 +64,9 @@ func init() {
 			var p Params
 			if err := policies.DecodeParams(n, &p); err != nil {
 				return nil, err
+			}
+			if env.File != "" {
+				p.inlineLine = inlineFirstLine(n)
 			}
 			return New(p, env)
 		})
@@ -183,6 +191,40 @@ type eviction struct {
 	at sim.Time
 }
 
+// wrapEach prefixes every error of a join (or err itself) with prefix.
+func wrapEach(prefix string, err error) []error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{fmt.Errorf("%s%w", prefix, err)}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, wrapEach(prefix, e)...)
+	}
+	return out
+}
+
+// inlineFirstLine returns the line of params.inline's first content line: the
+// line after the key for a block scalar (| or >), the key's line for a plain or
+// quoted one (exact for single-line values only); 0 when absent.
+func inlineFirstLine(params *yaml.Node) int {
+	for params != nil && params.Kind == yaml.AliasNode {
+		params = params.Alias
+	}
+	if params == nil || params.Kind != yaml.MappingNode {
+		return 0
+	}
+	for i := 0; i+1 < len(params.Content); i += 2 {
+		if k, v := params.Content[i], params.Content[i+1]; k.Value == "inline" && v.Kind == yaml.ScalarNode && v.Line > 0 {
+			if v.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+				return v.Line + 1
+			}
+			return v.Line
+		}
+	}
+	return 0
+}
+
 // New builds the policy from params (manifests resolved against env).
 func New(p Params, env policies.Env) (*Kueue, error) {
 	var m *Manifests
@@ -192,28 +234,41 @@ func New(p Params, env policies.Env) (*Kueue, error) {
 		return nil, fmt.Errorf("manifests: give either manifests or inline, not both")
 	case p.Manifests != "":
 		m, err = LoadManifests(env.Resolve(p.Manifests))
+	case p.Inline != "" && p.inlineLine > 0:
+		// Pad with the lines above it so that manifest lines are scenario lines.
+		m, err = ParseManifests(env.File, []byte(strings.Repeat("\n", p.inlineLine-1)+p.Inline))
 	case p.Inline != "":
 		m, err = ParseManifests("inline", []byte(p.Inline))
 	default:
 		return nil, fmt.Errorf("manifests: required (a file or directory of Kueue YAML), or inline")
 	}
+	// Every problem of the params is reported; those of the quota tree (build,
+	// initTAS) once the params and manifests are valid.
+	var errs []error
+	placer, perr := policies.NewPlacer(p.Placement)
+	if perr != nil {
+		errs = append(errs, fmt.Errorf("placement: %w", perr))
+	}
 	if err != nil {
-		return nil, fmt.Errorf("manifests: %w", err)
+		errs = append(errs, wrapEach("manifests: ", err)...)
+		return nil, errors.Join(errs...)
 	}
 	k := &Kueue{p: p, m: m, frIndex: map[[2]string]int{}, cqByName: map[string]*clusterQueue{}, lqToCQ: map[string]*clusterQueue{}, grace: DefaultEvictionGrace}
 	if p.EvictionGracePeriod != nil {
 		k.grace = sim.Duration(*p.EvictionGracePeriod)
 	}
-	if k.placer, err = policies.NewPlacer(p.Placement); err != nil {
-		return nil, fmt.Errorf("placement: %w", err)
-	}
-	for name := range p.PriorityClassByJobClass {
+	k.placer = placer
+	for _, name := range slices.Sorted(maps.Keys(p.PriorityClassByJobClass)) {
 		if _, err := sim.ParseClass(name); err != nil {
-			return nil, fmt.Errorf("priorityClassByJobClass: %v", err)
+			errs = append(errs, fmt.Errorf("priorityClassByJobClass: %v", err))
+			continue
 		}
 		if _, ok := m.PriorityValues[p.PriorityClassByJobClass[name]]; !ok {
-			return nil, fmt.Errorf("priorityClassByJobClass.%s: WorkloadPriorityClass %q not found", name, p.PriorityClassByJobClass[name])
+			errs = append(errs, fmt.Errorf("priorityClassByJobClass.%s: WorkloadPriorityClass %q not found", name, p.PriorityClassByJobClass[name]))
 		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	if err := k.build(); err != nil {
 		return nil, err

@@ -168,7 +168,7 @@ func TestBestEffortFIFOSkipsInadmissibleHead(t *testing.T) {
 
 func TestManifestErrors(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
-		{"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: x}\nspec:\n  cohrt: y\n", "line 5: cohrt: unknown field"},
+		{"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: x}\nspec:\n  cohrt: y\n", `m.yaml:5: ClusterQueue "x": spec.cohrt: unknown field`},
 		{"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: x}\nspec:\n  resourceGroups:\n  - coveredResources: [cpu]\n    flavors: [{name: nope, resources: [{name: cpu, nominalQuota: 1}]}]\n", `ResourceFlavor "nope" not found`},
 		{"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata: {name: f}\n---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: x}\nspec:\n  resourceGroups:\n  - coveredResources: [cpu]\n    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1x}]}]\n", `nominalQuota: invalid quantity "1x"`},
 		{"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata: {name: f}\n---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: x}\nspec:\n  resourceGroups:\n  - coveredResources: [cpu]\n    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1, borrowingLimit: 2}]}]\n", "only allowed when the queue has a cohort"},

@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -33,7 +34,7 @@ func newTree(accts []AccountConf, fairTree bool, damp int) (*assocTree, error) {
 	t := &assocTree{a: []assoc{{name: "root", parent: -1, shares: 1}}, accounts: map[string]int32{"root": 0},
 		users: map[string][]int32{}, fairTree: fairTree, damp: float64(damp)}
 	if err := t.addAccounts(0, "accounts", accts); err != nil {
-		return nil, err
+		return t, err // the tree of the valid accounts, for further checks
 	}
 	return t, nil
 }
@@ -52,41 +53,47 @@ func (t *assocTree) add(parent int32, x assoc) int32 {
 	return i
 }
 
+// addAccounts adds accts under parent, reporting every problem (errors.Join).
 func (t *assocTree) addAccounts(parent int32, field string, accts []AccountConf) error {
+	var errs []error
 	for k, ac := range accts {
 		f := fmt.Sprintf("%s[%d]", field, k)
 		if ac.Name == "" {
-			return fmt.Errorf("%s.name: required", f)
+			errs = append(errs, fmt.Errorf("%s.name: required", f))
+			continue
 		}
 		if _, dup := t.accounts[ac.Name]; dup {
-			return fmt.Errorf("%s.name: account %q defined twice", f, ac.Name)
+			errs = append(errs, fmt.Errorf("%s.name: account %q defined twice", f, ac.Name))
+			continue
 		}
 		sh := intOr(ac.Shares, 1)
 		if sh < 0 {
-			return fmt.Errorf("%s.shares: must be >= 0", f)
+			errs = append(errs, fmt.Errorf("%s.shares: must be >= 0", f))
 		}
 		i := t.add(parent, assoc{name: ac.Name, shares: float64(sh)})
 		if err := t.addAccounts(i, f+".accounts", ac.Accounts); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 		seen := map[string]bool{}
 		for u, uc := range ac.Users {
 			uf := fmt.Sprintf("%s.users[%d]", f, u)
 			if uc.Name == "" {
-				return fmt.Errorf("%s.name: required", uf)
+				errs = append(errs, fmt.Errorf("%s.name: required", uf))
+				continue
 			}
 			if seen[uc.Name] {
-				return fmt.Errorf("%s.name: user %q listed twice in account %q", uf, uc.Name, ac.Name)
+				errs = append(errs, fmt.Errorf("%s.name: user %q listed twice in account %q", uf, uc.Name, ac.Name))
+				continue
 			}
 			seen[uc.Name] = true
 			us := intOr(uc.Shares, 1)
 			if us < 0 {
-				return fmt.Errorf("%s.shares: must be >= 0", uf)
+				errs = append(errs, fmt.Errorf("%s.shares: must be >= 0", uf))
 			}
 			t.add(i, assoc{name: uc.Name, user: true, shares: float64(us)})
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // userAssoc returns the user association of user under account acct (-1 if none).

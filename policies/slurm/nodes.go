@@ -62,6 +62,10 @@ func isDigits(s string) bool {
 	return true
 }
 
+// maxHostlist bounds the names one hostlist expands to (the scenario's node
+// limit, 1,000,000 per pool, is below it).
+const maxHostlist = 1 << 22
+
 // expandHostlist expands a Slurm hostlist with one bracket group,
 // "h100-[0-3,8]" or "gpu[00-15]", into node names.
 func expandHostlist(e string) ([]string, error) {
@@ -77,20 +81,26 @@ func expandHostlist(e string) ([]string, error) {
 		if !isDigits(a) || isRange && !isDigits(b) {
 			return nil, fmt.Errorf("hostlist %q: bad range %q", e, part)
 		}
-		lo, _ := strconv.Atoi(a)
-		hi := lo
+		lo, errLo := strconv.Atoi(a)
+		hi, errHi := lo, error(nil)
 		if isRange {
-			hi, _ = strconv.Atoi(b)
+			hi, errHi = strconv.Atoi(b)
 		}
-		if hi < lo || hi-lo > 1<<20 {
+		// A number past the int range (Atoi clamps it to MaxInt, and k++ below
+		// would wrap around forever) or a list of more names than any cluster
+		// holds is an error.
+		if errLo != nil || errHi != nil || hi < lo || hi-lo > 1<<20 || len(out)+hi-lo >= maxHostlist {
 			return nil, fmt.Errorf("hostlist %q: bad range %q", e, part)
 		}
 		width := 0
 		if len(a) > 1 && a[0] == '0' {
 			width = len(a)
 		}
-		for k := lo; k <= hi; k++ {
+		for k := lo; ; k++ { // k <= hi would never end at hi = MaxInt
 			out = append(out, fmt.Sprintf("%s%0*d%s", prefix, width, k, suffix))
+			if k == hi {
+				break
+			}
 		}
 	}
 	return out, nil

@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -94,9 +95,15 @@ func (l *NodeList) UnmarshalYAML(n *yaml.Node) error {
 		*l = NodeList{n.Value}
 		return nil
 	}
-	var s []string
-	if err := n.Decode(&s); err != nil {
-		return err
+	if n.Kind != yaml.SequenceNode {
+		return policies.TypeErrorf(n, "want a node expression or a list of them")
+	}
+	s := make([]string, 0, len(n.Content))
+	for _, c := range n.Content {
+		if c.Kind != yaml.ScalarNode {
+			return policies.TypeErrorf(c, "want a node expression (a string)")
+		}
+		s = append(s, c.Value)
 	}
 	*l = s
 	return nil
@@ -170,17 +177,20 @@ type Minutes sim.Duration
 
 // UnmarshalYAML parses minutes or a duration string.
 func (m *Minutes) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return policies.TypeErrorf(n, "want minutes or a duration (e.g. 90, 24h)")
+	}
 	s := strings.TrimSpace(n.Value)
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		if f < 0 {
-			return fmt.Errorf("line %d: %q must be >= 0", n.Line, s)
+		if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+			return policies.TypeErrorf(n, "%q must be a number of minutes >= 0", s)
 		}
 		*m = Minutes(sim.Seconds(f * 60))
 		return nil
 	}
 	d, err := policies.ParseDur(s)
 	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
+		return policies.TypeErrorf(n, "%v", err)
 	}
 	*m = Minutes(d)
 	return nil

@@ -21,11 +21,6 @@ func init() {
 		Params:  "partitions; partitionMapping; priority{weights, maxAge, calcPeriod, decayHalfLife, fairTree, favorSmall}; accounts; qos; qosMapping; schedulerParameters{sched_interval, default_queue_depth, bf_*}; enforcePartLimits; preemptType; preemptMode; preemptExemptTime; reservations; topologyPlugin (flat|tree)"},
 		func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
 			var p Params
-			if n != nil {
-				if errs := policies.CheckFields(n, &p); len(errs) > 0 {
-					return nil, errors.Join(errs...)
-				}
-			}
 			if err := policies.DecodeParams(n, &p); err != nil {
 				return nil, err
 			}
@@ -131,6 +126,7 @@ type Slurm struct {
 	partTested         []int
 	userTested         map[string]int
 	nodeResv           [][]int // admin reservations per node
+	fitCache           map[fitKey]bool
 }
 
 type interval struct{ start, end sim.Time }
@@ -146,47 +142,52 @@ type runEnd struct {
 func New(p Params) (*Slurm, error) {
 	s := &Slurm{p: p, partByName: map[string]int{}, qosByName: map[string]int{}, classQOS: map[sim.JobClass]int{}, defPart: -1}
 	var err error
+	var errs []error // every problem is reported
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	if len(p.Partitions) == 0 {
 		p.Partitions = []PartitionConf{{Name: "default", Nodes: NodeList{"ALL"}, Default: true}}
 	}
 	for i, pc := range p.Partitions {
 		f := fmt.Sprintf("partitions[%d]", i)
 		if pc.Name == "" {
-			return nil, fmt.Errorf("%s.name: required", f)
+			bad("%s.name: required", f)
+			continue
 		}
 		if _, dup := s.partByName[pc.Name]; dup {
-			return nil, fmt.Errorf("%s.name: partition %q defined twice", f, pc.Name)
+			bad("%s.name: partition %q defined twice", f, pc.Name)
+			continue
 		}
 		for _, e := range pc.Nodes {
 			if err := checkNodeExpr(e); err != nil {
-				return nil, fmt.Errorf("%s.nodes: %w", f, err)
+				bad("%s.nodes: %w", f, err)
 			}
 		}
 		if len(pc.Nodes) == 0 {
-			return nil, fmt.Errorf("%s.nodes: required (ALL, a glob such as \"h100-*\", a hostlist \"h100-[0-3]\" or an index range \"0-7\")", f)
+			bad("%s.nodes: required (ALL, a glob such as \"h100-*\", a hostlist \"h100-[0-3]\" or an index range \"0-7\")", f)
 		}
 		pt := &partition{name: pc.Name, exprs: pc.Nodes, tier: intOr(pc.PriorityTier, 1), jobFactor: intOr(pc.PriorityJobFactor, 1),
 			maxTime: durOr(pc.MaxTime, unlimited), defTime: durOr(pc.DefaultTime, 0), isDefault: pc.Default}
 		if pt.tier < 0 || pt.tier > 65533 {
-			return nil, fmt.Errorf("%s.priorityTier: must be in 0..65533", f)
+			bad("%s.priorityTier: must be in 0..65533", f)
 		}
 		if pt.jobFactor < 0 || pt.jobFactor > 65533 {
-			return nil, fmt.Errorf("%s.priorityJobFactor: must be in 0..65533", f)
+			bad("%s.priorityJobFactor: must be in 0..65533", f)
 		}
 		if pc.MaxTime != nil && pt.maxTime == 0 {
-			return nil, fmt.Errorf("%s.maxTime: must be > 0 (leave it out for UNLIMITED)", f)
+			bad("%s.maxTime: must be > 0 (leave it out for UNLIMITED)", f)
 		}
 		if pt.defTime > 0 && pt.defTime > pt.maxTime {
-			return nil, fmt.Errorf("%s.defaultTime: %v exceeds maxTime %v", f, pt.defTime, pt.maxTime)
+			bad("%s.defaultTime: %v exceeds maxTime %v", f, pt.defTime, pt.maxTime)
 		}
 		if pt.mode, err = parseMode(f+".preemptMode", pc.PreemptMode); err != nil {
-			return nil, err
+			errs = append(errs, err)
 		}
 		if pc.Default {
 			if s.defPart >= 0 {
-				return nil, fmt.Errorf("%s.default: partition %q is already the default", f, p.Partitions[s.defPart].Name)
+				bad("%s.default: partition %q is already the default", f, p.Partitions[s.defPart].Name)
+			} else {
+				s.defPart = i
 			}
-			s.defPart = i
 		}
 		s.partByName[pc.Name] = i
 		s.parts = append(s.parts, pt)
@@ -195,7 +196,7 @@ func New(p Params) (*Slurm, error) {
 	for _, q := range slices.Sorted(maps.Keys(p.PartitionMapping)) {
 		part := p.PartitionMapping[q]
 		if _, ok := s.partByName[part]; !ok {
-			return nil, fmt.Errorf("partitionMapping.%s: unknown partition %q", q, part)
+			bad("partitionMapping.%s: unknown partition %q", q, part)
 		}
 	}
 	// QOS
@@ -205,17 +206,19 @@ func New(p Params) (*Slurm, error) {
 	for i, qc := range p.QOS {
 		f := fmt.Sprintf("qos[%d]", i)
 		if qc.Name == "" {
-			return nil, fmt.Errorf("%s.name: required", f)
+			bad("%s.name: required", f)
+			continue
 		}
 		q := &qos{name: qc.Name, prio: qc.Priority}
 		if qc.Priority < 0 {
-			return nil, fmt.Errorf("%s.priority: must be >= 0", f)
+			bad("%s.priority: must be >= 0", f)
 		}
 		if q.mode, err = parseMode(f+".preemptMode", qc.PreemptMode); err != nil {
-			return nil, err
+			errs = append(errs, err)
 		}
 		if seen[qc.Name] {
-			return nil, fmt.Errorf("%s.name: QOS %q defined twice", f, qc.Name)
+			bad("%s.name: QOS %q defined twice", f, qc.Name)
+			continue
 		}
 		seen[qc.Name] = true
 		if qc.Name == "normal" {
@@ -230,11 +233,14 @@ func New(p Params) (*Slurm, error) {
 		s.maxQOSPrio = max(s.maxQOSPrio, q.prio)
 	}
 	for i, qc := range p.QOS {
+		if qc.Name == "" {
+			continue // reported above
+		}
 		q := s.qos[s.qosByName[qc.Name]]
 		for _, name := range qc.Preempt {
 			k, ok := s.qosByName[name]
 			if !ok {
-				return nil, fmt.Errorf("qos[%d].preempt: unknown QOS %q", i, name)
+				bad("qos[%d].preempt: unknown QOS %q", i, name)
 			}
 			q.preempt[k] = true
 		}
@@ -243,11 +249,13 @@ func New(p Params) (*Slurm, error) {
 		name := p.QOSMapping[cl]
 		c, err := sim.ParseClass(cl)
 		if err != nil {
-			return nil, fmt.Errorf("qosMapping: %v", err)
+			bad("qosMapping: %v", err)
+			continue
 		}
 		k, ok := s.qosByName[name]
 		if !ok {
-			return nil, fmt.Errorf("qosMapping.%s: unknown QOS %q", cl, name)
+			bad("qosMapping.%s: unknown QOS %q", cl, name)
+			continue
 		}
 		s.classQOS[c] = k
 	}
@@ -260,22 +268,22 @@ func New(p Params) (*Slurm, error) {
 	s.half = durOr(pr.DecayHalfLife, DefaultHalfLife)
 	s.favorSmall = pr.FavorSmall
 	if s.maxAge <= 0 {
-		return nil, fmt.Errorf("priority.maxAge: must be > 0")
+		bad("priority.maxAge: must be > 0")
 	}
 	if s.calcPeriod <= 0 {
-		return nil, fmt.Errorf("priority.calcPeriod: must be > 0")
+		bad("priority.calcPeriod: must be > 0")
 	}
 	damp := intOr(pr.DampeningFactor, 1)
 	if damp < 1 {
-		return nil, fmt.Errorf("priority.dampeningFactor: must be >= 1")
+		bad("priority.dampeningFactor: must be >= 1")
 	}
 	fairTree := pr.FairTree == nil || *pr.FairTree
 	if s.tree, err = newTree(p.Accounts, fairTree, damp); err != nil {
-		return nil, err
+		errs = append(errs, err)
 	}
 	if p.DefaultAccount != "" {
 		if _, ok := s.tree.accounts[p.DefaultAccount]; !ok || p.DefaultAccount == "root" {
-			return nil, fmt.Errorf("defaultAccount: unknown account %q", p.DefaultAccount)
+			bad("defaultAccount: unknown account %q", p.DefaultAccount)
 		}
 	}
 	// scheduler parameters
@@ -295,25 +303,23 @@ func New(p Params) (*Slurm, error) {
 	if sp.BfMinPrioReserve != nil {
 		s.minPrioReserve = *sp.BfMinPrioReserve
 	}
-	switch {
-	case s.schedInterval <= 0:
-		return nil, fmt.Errorf("schedulerParameters.sched_interval: must be > 0")
-	case s.bfInterval <= 0:
-		return nil, fmt.Errorf("schedulerParameters.bf_interval: must be > 0")
-	case s.bfWindow <= 0 || s.bfWindow > maxBfWindow:
-		return nil, fmt.Errorf("schedulerParameters.bf_window: must be in 1..43200 minutes")
-	case s.bfRes <= 0:
-		return nil, fmt.Errorf("schedulerParameters.bf_resolution: must be > 0")
-	case s.depth < 1:
-		return nil, fmt.Errorf("schedulerParameters.default_queue_depth: must be >= 1")
-	case s.maxTest < 1:
-		return nil, fmt.Errorf("schedulerParameters.bf_max_job_test: must be >= 1")
-	case s.partReserve < 0:
-		return nil, fmt.Errorf("schedulerParameters.bf_job_part_count_reserve: must be >= 0")
-	case s.maxJobUser < 0:
-		return nil, fmt.Errorf("schedulerParameters.bf_max_job_user: must be >= 0")
-	case s.maxJobPart < 0:
-		return nil, fmt.Errorf("schedulerParameters.bf_max_job_part: must be >= 0")
+	for _, c := range []struct {
+		bad bool
+		msg string
+	}{
+		{s.schedInterval <= 0, "sched_interval: must be > 0"},
+		{s.bfInterval <= 0, "bf_interval: must be > 0"},
+		{s.bfWindow <= 0 || s.bfWindow > maxBfWindow, "bf_window: must be in 1..43200 minutes"},
+		{s.bfRes <= 0, "bf_resolution: must be > 0"},
+		{s.depth < 1, "default_queue_depth: must be >= 1"},
+		{s.maxTest < 1, "bf_max_job_test: must be >= 1"},
+		{s.partReserve < 0, "bf_job_part_count_reserve: must be >= 0"},
+		{s.maxJobUser < 0, "bf_max_job_user: must be >= 0"},
+		{s.maxJobPart < 0, "bf_max_job_part: must be >= 0"},
+	} {
+		if c.bad {
+			bad("schedulerParameters.%s", c.msg)
+		}
 	}
 	if sp.BfContinue != nil && *sp.BfContinue {
 		s.warnings = append(s.warnings, "slurm: schedulerParameters.bf_continue is read but not modelled (each backfill cycle completes at one virtual time)")
@@ -323,14 +329,14 @@ func New(p Params) (*Slurm, error) {
 	case "tree":
 		s.topo = &treeSel{sums: map[[2]int32]int64{}}
 	default:
-		return nil, fmt.Errorf("topologyPlugin: unknown %q (want flat or tree)", p.TopologyPlugin)
+		bad("topologyPlugin: unknown %q (want flat or tree)", p.TopologyPlugin)
 	}
 	// preemption
 	if s.ptype, err = parsePreemptType(p.PreemptType); err != nil {
-		return nil, err
+		errs = append(errs, err)
 	}
 	if s.pmode, err = parseMode("preemptMode", p.PreemptMode); err != nil {
-		return nil, err
+		errs = append(errs, err)
 	}
 	if s.pmode == modeUnset {
 		s.pmode = modeOff
@@ -349,27 +355,28 @@ func New(p Params) (*Slurm, error) {
 	for i, rc := range p.Reservations {
 		f := fmt.Sprintf("reservations[%d]", i)
 		if rc.Name == "" {
-			return nil, fmt.Errorf("%s.name: required", f)
+			bad("%s.name: required", f)
+			continue
 		}
 		for _, e := range rc.Nodes {
 			if err := checkNodeExpr(e); err != nil {
-				return nil, fmt.Errorf("%s.nodes: %w", f, err)
+				bad("%s.nodes: %w", f, err)
 			}
 		}
 		if len(rc.Nodes) == 0 {
-			return nil, fmt.Errorf("%s.nodes: required", f)
+			bad("%s.nodes: required", f)
 		}
 		r := &resv{name: rc.Name, exprs: rc.Nodes, start: sim.Time(rc.StartTime), end: sim.Never, accounts: rc.Accounts, users: map[string]bool{}, part: -1}
 		switch {
 		case rc.EndTime != nil && rc.Duration != nil:
-			return nil, fmt.Errorf("%s: give endTime or duration, not both", f)
+			bad("%s: give endTime or duration, not both", f)
 		case rc.EndTime != nil:
 			r.end = sim.Time(*rc.EndTime)
 		case rc.Duration != nil:
 			r.end = r.start.Add(sim.Duration(*rc.Duration))
 		}
 		if r.end <= r.start {
-			return nil, fmt.Errorf("%s.endTime: must be after startTime", f)
+			bad("%s.endTime: must be after startTime", f)
 		}
 		for _, u := range rc.Users {
 			r.users[u] = true
@@ -377,21 +384,25 @@ func New(p Params) (*Slurm, error) {
 		for _, a := range rc.Accounts {
 			k, ok := s.tree.accounts[a]
 			if !ok {
-				return nil, fmt.Errorf("%s.accounts: unknown account %q", f, a)
+				bad("%s.accounts: unknown account %q", f, a)
+				continue
 			}
 			r.acctIdx = append(r.acctIdx, k)
 		}
 		if rc.Partition != "" {
 			k, ok := s.partByName[rc.Partition]
 			if !ok {
-				return nil, fmt.Errorf("%s.partition: unknown partition %q", f, rc.Partition)
+				bad("%s.partition: unknown partition %q", f, rc.Partition)
 			}
 			r.part = k
 		}
 		if len(rc.Users) == 0 && len(rc.Accounts) == 0 && rc.Partition == "" {
-			return nil, fmt.Errorf("%s: needs users, accounts or partition (who may use it)", f)
+			bad("%s: needs users, accounts or partition (who may use it)", f)
 		}
 		s.resvs = append(s.resvs, r)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return s, nil
 }
@@ -473,7 +484,7 @@ func (s *Slurm) mapJob(v *sim.View, j *sim.Job, info *jobInfo) error {
 	}
 	pt := s.parts[pi]
 	info.part = int32(pi)
-	if !s.canEverFit(v.Cluster(), pt, sp) {
+	if !s.canEverFitCached(v.Cluster(), int32(pi), pt, sp) {
 		return cfgErr("job %s: needs %d x %d GPU(s) (models %v), %d mCPU, %d MiB per replica, but partition %q (%d nodes) can never hold it", sp.ID, sp.Replicas, sp.GPUsPerReplica, sp.GPUModels, sp.CPUMilli, sp.MemoryMiB, pt.name, len(pt.nodes))
 	}
 	// QOS
@@ -533,6 +544,31 @@ func (s *Slurm) userAssoc(sp *sim.JobSpec) int32 {
 		acct = k
 	}
 	return t.add(acct, assoc{name: user, user: true, shares: 1})
+}
+
+// fitKey is what canEverFit depends on: the partition and the job's shape.
+type fitKey struct {
+	part           int32
+	replicas, gpus int32
+	milli          sim.MilliGPU
+	cpu, mem       int64
+	models         string
+}
+
+// canEverFitCached is canEverFit memoized by job shape for the set-up, which
+// asks it for every job of the run (jobs of a trace share few shapes; without
+// the cache the set-up costs jobs x partition nodes).
+func (s *Slurm) canEverFitCached(c *sim.Cluster, part int32, pt *partition, sp *sim.JobSpec) bool {
+	k := fitKey{part, sp.Replicas, sp.GPUsPerReplica, sp.GPUMilli, sp.CPUMilli, sp.MemoryMiB, strings.Join(sp.GPUModels, "\x00")}
+	if ok, hit := s.fitCache[k]; hit {
+		return ok
+	}
+	if s.fitCache == nil {
+		s.fitCache = map[fitKey]bool{}
+	}
+	ok := s.canEverFit(c, pt, sp)
+	s.fitCache[k] = ok
+	return ok
 }
 
 // canEverFit reports whether the partition's nodes, empty, can hold the job.

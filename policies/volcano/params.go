@@ -212,15 +212,8 @@ type nodeorderArgs struct {
 // their line and path).
 func ParamsFromYAML(n *yaml.Node) (Params, error) {
 	var p Params
-	if err := policies.DecodeParams(n, &p); err != nil {
-		return p, err
-	}
-	if n != nil {
-		if errs := policies.CheckFields(n, &p); len(errs) > 0 {
-			return p, errors.Join(errs...)
-		}
-	}
-	return p, nil
+	err := policies.DecodeParams(n, &p)
+	return p, err
 }
 
 func argFloat(plugin, key, v string) (float64, error) {
@@ -237,10 +230,11 @@ func argFloat(plugin, key, v string) (float64, error) {
 func buildConfig(p Params) (*config, error) {
 	c := &config{period: DefaultPeriod, grace: DefaultEvictionGrace, ocFactor: DefaultOvercommitFactor,
 		enabled: map[string]bool{}, byName: map[string]*queue{}, mapping: map[string]*queue{}}
+	var errs []error // every problem is reported
 	if p.SchedulePeriod != nil {
 		c.period = sim.Duration(*p.SchedulePeriod)
 		if c.period <= 0 {
-			return nil, errors.New("schedulePeriod: must be > 0")
+			errs = append(errs, errors.New("schedulePeriod: must be > 0"))
 		}
 	}
 	if p.EvictionGracePeriod != nil {
@@ -256,7 +250,8 @@ func buildConfig(p Params) (*config, error) {
 			continue
 		}
 		if !slices.Contains(knownActions, a) {
-			return nil, fmt.Errorf("actions: unknown or unsimulated action %q (simulated: %s)", a, strings.Join(knownActions, ", "))
+			errs = append(errs, fmt.Errorf("actions: unknown or unsimulated action %q (simulated: %s)", a, strings.Join(knownActions, ", ")))
+			continue
 		}
 		c.actions = append(c.actions, a)
 		c.hasEnqueue = c.hasEnqueue || a == "enqueue"
@@ -278,15 +273,17 @@ func buildConfig(p Params) (*config, error) {
 				c.warnings = append(c.warnings, fmt.Sprintf("%s: plugin %q is read but not simulated", field, pl.Name))
 				continue
 			default:
-				return nil, fmt.Errorf("%s.name: unknown plugin %q (simulated: %s)", field, pl.Name, strings.Join(modelled, ", "))
+				errs = append(errs, fmt.Errorf("%s.name: unknown plugin %q (simulated: %s)", field, pl.Name, strings.Join(modelled, ", ")))
+				continue
 			}
 			if c.enabled[pl.Name] {
-				return nil, fmt.Errorf("%s.name: plugin %q listed twice", field, pl.Name)
+				errs = append(errs, fmt.Errorf("%s.name: plugin %q listed twice", field, pl.Name))
+				continue
 			}
 			c.enabled[pl.Name] = true
 			names = append(names, pl.Name)
 			if err := c.pluginArgs(field, pl); err != nil {
-				return nil, err
+				errs = append(errs, err)
 			}
 		}
 		c.tiers = append(c.tiers, names)
@@ -308,10 +305,10 @@ func buildConfig(p Params) (*config, error) {
 		}
 	}
 	if !c.enabled["gang"] {
-		return nil, errors.New("tiers: the gang plugin is required (gpusim jobs are gangs that start all-or-nothing)")
+		errs = append(errs, errors.New("tiers: the gang plugin is required (gpusim jobs are gangs that start all-or-nothing)"))
 	}
 	if err := c.buildQueues(p); err != nil {
-		return nil, err
+		errs = append(errs, err)
 	}
 	if nt := p.NetworkTopology; nt != nil {
 		c.netTopo = &netTopo{highest: 1, minReplicas: 2, tiers: []sim.Level{sim.LevelLeaf, sim.LevelSpine}}
@@ -320,17 +317,19 @@ func buildConfig(p Params) (*config, error) {
 		case "soft":
 			c.netTopo.soft = true
 		default:
-			return nil, fmt.Errorf("networkTopology.mode: %q (want hard or soft)", nt.Mode)
+			errs = append(errs, fmt.Errorf("networkTopology.mode: %q (want hard or soft)", nt.Mode))
 		}
 		if len(nt.Tiers) > 0 {
 			c.netTopo.tiers = nil
 			for i, name := range nt.Tiers {
 				l, err := sim.ParseLevel(name)
 				if err != nil {
-					return nil, fmt.Errorf("networkTopology.tiers[%d]: %v", i, err)
+					errs = append(errs, fmt.Errorf("networkTopology.tiers[%d]: %v", i, err))
+					break
 				}
 				if i > 0 && l <= c.netTopo.tiers[i-1] {
-					return nil, fmt.Errorf("networkTopology.tiers[%d]: %s is not looser than %s (list tiers tightest first)", i, l, c.netTopo.tiers[i-1])
+					errs = append(errs, fmt.Errorf("networkTopology.tiers[%d]: %s is not looser than %s (list tiers tightest first)", i, l, c.netTopo.tiers[i-1]))
+					break
 				}
 				c.netTopo.tiers = append(c.netTopo.tiers, l)
 			}
@@ -338,21 +337,25 @@ func buildConfig(p Params) (*config, error) {
 		if nt.HighestTierAllowed != nil {
 			h := *nt.HighestTierAllowed
 			if h < 1 || h > len(c.netTopo.tiers) {
-				return nil, fmt.Errorf("networkTopology.highestTierAllowed: %d (want 1..%d, the number of tiers)", h, len(c.netTopo.tiers))
+				errs = append(errs, fmt.Errorf("networkTopology.highestTierAllowed: %d (want 1..%d, the number of tiers)", h, len(c.netTopo.tiers)))
 			}
 			c.netTopo.highest = h
 		}
 		if nt.MinReplicas != nil {
 			if *nt.MinReplicas < 1 {
-				return nil, fmt.Errorf("networkTopology.minReplicas: must be >= 1")
+				errs = append(errs, fmt.Errorf("networkTopology.minReplicas: must be >= 1"))
 			}
 			c.netTopo.minReplicas = *nt.MinReplicas
 		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return c, nil
 }
 
 func (c *config) pluginArgs(field string, pl PluginSpec) error {
+	var errs []error // every bad argument is reported
 	keys := make([]string, 0, len(pl.Arguments))
 	for k := range pl.Arguments {
 		keys = append(keys, k)
@@ -376,13 +379,15 @@ func (c *config) pluginArgs(field string, pl PluginSpec) error {
 			case k == "binpack.weight":
 				f, err := argFloat(pl.Name, k, v)
 				if err != nil {
-					return err
+					errs = append(errs, err)
+					continue
 				}
 				c.binpack.weight = f
 			case k == "binpack.cpu" || k == "binpack.memory":
 				f, err := argFloat(pl.Name, k, v)
 				if err != nil {
-					return err
+					errs = append(errs, err)
+					continue
 				}
 				if k == "binpack.cpu" {
 					c.binpack.w[dimCPU] = f
@@ -397,7 +402,8 @@ func (c *config) pluginArgs(field string, pl PluginSpec) error {
 				}
 				f, err := argFloat(pl.Name, k, v)
 				if err != nil {
-					return err
+					errs = append(errs, err)
+					continue
 				}
 				if name == "nvidia.com/gpu" || name == "gpu" {
 					c.binpack.w[dimGPU] = f
@@ -432,7 +438,8 @@ func (c *config) pluginArgs(field string, pl PluginSpec) error {
 			}
 			f, err := argFloat(pl.Name, k, v)
 			if err != nil {
-				return err
+				errs = append(errs, err)
+				continue
 			}
 			*dst = f
 		}
@@ -445,7 +452,8 @@ func (c *config) pluginArgs(field string, pl PluginSpec) error {
 			}
 			f, err := argFloat(pl.Name, k, v)
 			if err != nil {
-				return err
+				errs = append(errs, err)
+				continue
 			}
 			if f < 1 {
 				f = DefaultOvercommitFactor // Volcano resets factors below 1
@@ -458,10 +466,11 @@ func (c *config) pluginArgs(field string, pl PluginSpec) error {
 			c.warnings = append(c.warnings, fmt.Sprintf("%s: argument %s is not simulated", field, k))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (c *config) buildQueues(p Params) error {
+	var errs []error // every problem is reported
 	hasDefault := false
 	for _, q := range p.Queues {
 		if q.Name == "default" {
@@ -478,15 +487,18 @@ func (c *config) buildQueues(p Params) error {
 			field = fmt.Sprintf("queues[%d]", i-1)
 		}
 		if s.Name == "" {
-			return fmt.Errorf("%s.name: required", field)
+			errs = append(errs, fmt.Errorf("%s.name: required", field))
+			continue
 		}
 		if _, dup := c.byName[s.Name]; dup {
-			return fmt.Errorf("%s.name: queue %q defined twice", field, s.Name)
+			errs = append(errs, fmt.Errorf("%s.name: queue %q defined twice", field, s.Name))
+			continue
 		}
+		bad := len(errs)
 		q := &queue{name: s.Name, idx: i, weight: 1, priority: s.Priority, reclaimable: true, open: true}
 		if s.Weight != nil {
 			if *s.Weight < 1 {
-				return fmt.Errorf("%s.weight: must be >= 1, got %d", field, *s.Weight)
+				errs = append(errs, fmt.Errorf("%s.weight: must be >= 1, got %d", field, *s.Weight))
 			}
 			q.weight = float64(*s.Weight)
 		}
@@ -498,19 +510,23 @@ func (c *config) buildQueues(p Params) error {
 		case "Closed":
 			q.open = false
 		default:
-			return fmt.Errorf("%s.state: %q (want Open or Closed)", field, s.State)
+			errs = append(errs, fmt.Errorf("%s.state: %q (want Open or Closed)", field, s.State))
 		}
-		var err error
-		if q.capability, err = parseResources(field+".capability", s.Capability, math.Inf(1)); err != nil {
-			return err
-		}
-		if q.guarantee, err = parseResources(field+".guarantee", s.Guarantee, 0); err != nil {
-			return err
-		}
-		for d := range numDims {
-			if q.guarantee[d] > q.capability[d] {
-				return fmt.Errorf("%s.guarantee.%s: exceeds capability", field, dimNames[d])
+		var cerr, gerr error
+		q.capability, cerr = parseResources(field+".capability", s.Capability, math.Inf(1))
+		q.guarantee, gerr = parseResources(field+".guarantee", s.Guarantee, 0)
+		if cerr != nil || gerr != nil {
+			errs = append(errs, cerr, gerr) // errors.Join drops the nils
+		} else {
+			for d := range numDims {
+				if q.guarantee[d] > q.capability[d] {
+					errs = append(errs, fmt.Errorf("%s.guarantee.%s: exceeds capability", field, dimNames[d]))
+				}
 			}
+		}
+		if len(errs) > bad {
+			c.byName[q.name] = q // known for the mapping checks below
+			continue
 		}
 		c.queues = append(c.queues, q)
 		c.byName[q.name] = q
@@ -523,7 +539,8 @@ func (c *config) buildQueues(p Params) error {
 	for _, k := range keys {
 		q, ok := c.byName[p.QueueMapping[k]]
 		if !ok {
-			return fmt.Errorf("queueMapping.%s: queue %q is not defined in queues", k, p.QueueMapping[k])
+			errs = append(errs, fmt.Errorf("queueMapping.%s: queue %q is not defined in queues", k, p.QueueMapping[k]))
+			continue
 		}
 		c.mapping[k] = q
 	}
@@ -533,8 +550,8 @@ func (c *config) buildQueues(p Params) error {
 	}
 	q, ok := c.byName[dq]
 	if !ok {
-		return fmt.Errorf("defaultQueue: queue %q is not defined in queues", dq)
+		errs = append(errs, fmt.Errorf("defaultQueue: queue %q is not defined in queues", dq))
 	}
 	c.defQueue = q
-	return nil
+	return errors.Join(errs...)
 }

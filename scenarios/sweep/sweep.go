@@ -15,13 +15,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/gpusim/gpusim/internal/yamlmsg"
 	"github.com/gpusim/gpusim/scenarios"
 )
 
@@ -113,8 +113,6 @@ func (es Errors) Error() string {
 	return strings.Join(s, "\n")
 }
 
-var lineRE = regexp.MustCompile(`line (\d+): (.*)`)
-
 // Load reads and parses a sweep file (see Parse).
 func Load(path string) (*Sweep, error) {
 	b, err := os.ReadFile(path)
@@ -132,7 +130,7 @@ func Parse(data []byte, file string) (*Sweep, error) {
 	sw := &Sweep{file: file}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, yamlErr(file, err)
+		return nil, yamlErr(file, nil, err)
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, &Error{File: file, Line: 1, Msg: "a sweep must be a YAML mapping"}
@@ -141,7 +139,7 @@ func Parse(data []byte, file string) (*Sweep, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(sw); err != nil {
-		return nil, yamlErr(file, err)
+		return nil, yamlErr(file, sw.root, err)
 	}
 	sum := sha256.Sum256(data)
 	sw.hash = hex.EncodeToString(sum[:])
@@ -302,18 +300,16 @@ func (sw *Sweep) sets(path, value string) []string {
 }
 
 // yamlErr turns a yaml.v3 error into an *Error with the line.
-func yamlErr(file string, err error) error {
-	msg := err.Error()
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
+func yamlErr(file string, root *yaml.Node, err error) error {
+	// Every problem, in the user's terms (no YAML tags or Go type names).
+	var es Errors
+	for _, p := range yamlmsg.Problems(root, err) {
+		es = append(es, &Error{File: file, Line: p.Line, Path: p.Path, Msg: p.Msg})
 	}
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	if m := lineRE.FindStringSubmatch(msg); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return &Error{File: file, Line: n, Msg: strings.ReplaceAll(m[2], "sweep.", "")}
+	if len(es) == 1 {
+		return es[0]
 	}
-	return &Error{File: file, Msg: msg}
+	return es
 }
 
 // line returns the YAML line of a field path such as "grid.set[1].path" (the

@@ -106,7 +106,7 @@ func TestParseErrors(t *testing.T) {
 	write(t, dir, "jobs.csv", traceJobs)
 	cases := []struct{ text, want string }{
 		{"kind: Sweep\n", `:1: apiVersion: want "gpusim/v1alpha1"`},
-		{"apiVersion: gpusim/v1alpha1\nkind: Sweep\nscenario: s.yaml\ngrid:\n  seed: [1]\n", ":5: field seed not found"},
+		{"apiVersion: gpusim/v1alpha1\nkind: Sweep\nscenario: s.yaml\ngrid:\n  seed: [1]\n", `:5: grid.seed: unknown field "seed"`},
 		{"apiVersion: gpusim/v1alpha1\nkind: Sweep\nscenario: s.yaml\ngrid:\n  set:\n    - {path: seed, values: [1]}\n", ":6: grid.set[0].path: vary the seed with grid.seeds"},
 		{"apiVersion: gpusim/v1alpha1\nkind: Sweep\nscenario: s.yaml\ngrid:\n  load: [1, 1]\n", ":5: load: value \"1\" is given twice"},
 		{"apiVersion: gpusim/v1alpha1\nkind: Sweep\nscenario: s.yaml\ngrid:\n  set:\n    - path: workload.trace.format\n      values: [nope]\n", ":7: workload.trace.format: nope:"},
