@@ -103,6 +103,10 @@ func RunFill(ctx context.Context, s *Scenario, opts RunOptions) ([]FillRun, erro
 	if load == 0 {
 		load = DefaultFillLoad
 	}
+	keep, err := s.prepareOutDir(opts.OutDir)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.saveTo(opts.OutDir); err != nil {
 		return nil, err
 	}
@@ -128,12 +132,11 @@ func RunFill(ctx context.Context, s *Scenario, opts RunOptions) ([]FillRun, erro
 			Provenance: reports.Provenance{Version: opts.Version, GoVersion: runtime.Version(), Seed: s.SeedValue(), Scenario: s.Name, ScenarioSHA256: s.hash}}
 		run := FillRun{Label: p.DisplayName(), Summary: sum}
 		if opts.OutDir != "" {
-			run.Dir = filepath.Join(opts.OutDir, run.Label)
 			b, err := json.MarshalIndent(sum, "", "  ")
-			if err == nil {
-				err = mkdirWrite(run.Dir, b)
-			}
 			if err != nil {
+				return err
+			}
+			if run.Dir, err = writePolicyDir(opts.OutDir, run.Label, func(dir string) error { return mkdirWrite(dir, b) }); err != nil {
 				return err
 			}
 		}
@@ -141,6 +144,13 @@ func RunFill(ctx context.Context, s *Scenario, opts RunOptions) ([]FillRun, erro
 		return nil
 	})
 	if err != nil {
+		return nil, err
+	}
+	labels := make([]string, len(out))
+	for k := range out {
+		labels[k] = out[k].Label
+	}
+	if err := s.finishOutDir(opts.OutDir, keep, labels); err != nil {
 		return nil, err
 	}
 	return out, nil

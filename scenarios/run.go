@@ -106,6 +106,10 @@ func Run(ctx context.Context, s *Scenario, opts RunOptions) ([]PolicyRun, error)
 	if err != nil {
 		return nil, err
 	}
+	keep, err := s.prepareOutDir(opts.OutDir)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.saveTo(opts.OutDir); err != nil {
 		return nil, err
 	}
@@ -115,6 +119,13 @@ func Run(ctx context.Context, s *Scenario, opts RunOptions) ([]PolicyRun, error)
 		return err
 	})
 	if err != nil {
+		return nil, err
+	}
+	labels := make([]string, len(out))
+	for k := range out {
+		labels[k] = out[k].Label
+	}
+	if err := s.finishOutDir(opts.OutDir, keep, labels); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -158,10 +169,11 @@ func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, jobs []sim.
 	sum := reports.SummarizeWith(res, prov, wall, s.Prices())
 	pr := PolicyRun{Label: label, Result: res, Summary: sum, Wall: wall}
 	if opts.OutDir != "" {
-		pr.Dir = filepath.Join(opts.OutDir, label)
-		if err := reports.WriteRunDir(pr.Dir, res, sum); err != nil {
+		dir, err := writePolicyDir(opts.OutDir, label, func(dir string) error { return reports.WriteRunDir(dir, res, sum) })
+		if err != nil {
 			return pr, err
 		}
+		pr.Dir = dir
 	}
 	return pr, nil
 }

@@ -113,10 +113,12 @@ func classifyRunError(err error) error {
 	var pe *fs.PathError
 	var ce *policies.ConfigError
 	switch {
-	case errors.As(err, &se), errors.As(err, &re), errors.As(err, &pe), errors.As(err, &ce):
-		return UsageError(err)
 	case errors.Is(err, context.Canceled):
-		return RuntimeError(fmt.Errorf("interrupted"))
+		return InterruptedError(err)
+	case errors.As(err, &se), errors.As(err, &re), errors.As(err, &ce):
+		return UsageError(err)
+	case errors.As(err, &pe):
+		return &ExitError{Code: pathErrorCode(pe), Err: err}
 	}
 	return RuntimeError(err)
 }
