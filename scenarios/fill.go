@@ -103,9 +103,11 @@ func RunFill(ctx context.Context, s *Scenario, opts RunOptions) ([]FillRun, erro
 	if load == 0 {
 		load = DefaultFillLoad
 	}
-	keep, err := s.prepareOutDir(opts.OutDir)
-	if err != nil {
-		return nil, err
+	var keep []string
+	if !opts.SharedOutDir {
+		if keep, err = s.PrepareOutDir(opts.OutDir); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.saveTo(opts.OutDir); err != nil {
 		return nil, err
@@ -150,8 +152,10 @@ func RunFill(ctx context.Context, s *Scenario, opts RunOptions) ([]FillRun, erro
 	for k := range out {
 		labels[k] = out[k].Label
 	}
-	if err := s.finishOutDir(opts.OutDir, keep, labels); err != nil {
-		return nil, err
+	if !opts.SharedOutDir {
+		if err := s.FinishOutDir(opts.OutDir, keep, labels); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

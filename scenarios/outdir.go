@@ -35,20 +35,22 @@ func writePolicyDir(outDir, label string, write func(dir string) error) (string,
 	return final, nil
 }
 
-// prepareOutDir readies outDir for a run of s (see reports.PrepareOutDir) and
+// PrepareOutDir readies outDir for a run of s (see reports.PrepareOutDir) and
 // returns the policy directories of earlier runs of the same scenario to keep in
-// the manifest. Nothing happens when outDir is "".
-func (s *Scenario) prepareOutDir(outDir string) ([]string, error) {
+// the manifest. Nothing happens when outDir is "". Run and RunFill call it unless
+// RunOptions.SharedOutDir is set, in which case the caller (running several Runs
+// into one directory at once) calls it before them and FinishOutDir after.
+func (s *Scenario) PrepareOutDir(outDir string) ([]string, error) {
 	if outDir == "" {
 		return nil, nil
 	}
 	return reports.PrepareOutDir(outDir, s.hash)
 }
 
-// finishOutDir writes outDir's manifest: the kept policies of earlier runs of
+// FinishOutDir writes outDir's manifest: the kept policies of earlier runs of
 // this scenario and this run's labels. It is written last, after every policy
 // directory is in place.
-func (s *Scenario) finishOutDir(outDir string, keep, labels []string) error {
+func (s *Scenario) FinishOutDir(outDir string, keep, labels []string) error {
 	if outDir == "" {
 		return nil
 	}

@@ -56,7 +56,20 @@ min-max in the headline bars. See docs/outputs.md.`,
 			if w := reports.MixedScenarios(dirs); w != "" {
 				fmt.Fprintf(io.Err, "gpusim: warning: %s\n", w)
 			}
-			if err := reports.BuildReport(dirs, out); err != nil {
+			nfill := 0
+			for _, d := range dirs {
+				if reports.IsFillRunDir(d) {
+					nfill++
+				}
+			}
+			build := reports.BuildReport
+			switch {
+			case nfill == len(dirs):
+				build = reports.BuildFillReport
+			case nfill > 0:
+				return UsageErrorf("report: %d of the %d run directories are fill experiments and the others replays; report them separately", nfill, len(dirs))
+			}
+			if err := build(dirs, out); err != nil {
 				var pe *fs.PathError
 				if errors.As(err, &pe) && !errors.Is(err, fs.ErrNotExist) {
 					return RuntimeError(err)
