@@ -182,7 +182,7 @@ func TestCalibrateHelperProcess(t *testing.T) {
 	os.Exit(Main(strings.Split(args, "\x1f"), os.Stdin, os.Stdout, os.Stderr))
 }
 
-// Ctrl-C in the middle of `calibrate run`: gpusim exits 1, kills every workload
+// Ctrl-C in the middle of `calibrate run`: gpusim exits 130, kills every workload
 // process group, and a second run resumes without re-measuring finished cells.
 func TestCalibrateInterruptResume(t *testing.T) {
 	dir := t.TempDir()
@@ -223,7 +223,7 @@ func TestCalibrateInterruptResume(t *testing.T) {
 	cmd.Process.Signal(os.Interrupt)
 	err := cmd.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != ExitRuntime || !strings.Contains(stderr.String(), "interrupted") {
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted || !strings.Contains(stderr.String(), "interrupted") {
 		t.Fatalf("interrupted run: %v\n%s", err, stderr.String())
 	}
 	ents, _ := os.ReadDir(pids)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"syscall"
+
+	"github.com/gpusim/gpusim/internal/fsutil"
 )
 
 // Exit codes of the gpusim command.
@@ -65,6 +67,9 @@ func exitCode(err error) int {
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, errInterrupted) {
 		return ExitInterrupted
+	}
+	if errors.Is(err, fsutil.ErrNotWritableTarget) {
+		return ExitUsage // -o names a directory or a socket
 	}
 	var ee *ExitError
 	if errors.As(err, &ee) {

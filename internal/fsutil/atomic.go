@@ -120,12 +120,16 @@ func writeInPlace(path string, fn func(w io.Writer) error) error {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
-	if err := fn(bw); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
+	err = fn(bw)
+	if err == nil {
+		err = bw.Flush()
 	}
-	if err := bw.Flush(); err != nil {
+	if err != nil {
 		f.Close()
+		var pe *os.PathError
+		if errors.As(err, &pe) && pe.Path == path {
+			return err // already names the file: "write /dev/full: no space left on device"
+		}
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {
