@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gpusim/gpusim/sim"
 )
 
 type mergeParams struct {
@@ -67,6 +69,29 @@ func TestParseQuantity(t *testing.T) {
 	for _, bad := range []string{"", "-1", "abc", "NaN", "1Zi"} {
 		if _, err := ParseQuantity(bad); err == nil {
 			t.Errorf("ParseQuantity(%q): no error", bad)
+		}
+	}
+}
+
+func TestParseDurDays(t *testing.T) {
+	for in, want := range map[string]sim.Duration{
+		"30d":    sim.Seconds(30 * 86400),
+		"1.5d":   sim.Seconds(1.5 * 86400),
+		"2d12h":  sim.Seconds(2.5 * 86400),
+		"0d":     0,
+		"90s":    sim.Seconds(90),
+		"3600":   sim.Seconds(3600),
+		"1h30m":  sim.Seconds(5400),
+		"1d0.5h": sim.Seconds(86400 + 1800),
+	} {
+		got, err := ParseDur(in)
+		if err != nil || got != want {
+			t.Errorf("ParseDur(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"d", "-1d", "1dd", "1d-2h", "xd", "1e3d", "30days", "1d2"} {
+		if _, err := ParseDur(bad); err == nil {
+			t.Errorf("ParseDur(%q) accepted", bad)
 		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/gpusim/gpusim/reports"
 )
 
@@ -197,5 +199,49 @@ func TestStdoutWriteErrorExits1(t *testing.T) {
 	}
 	if code := Main([]string{"policies"}, nil, failingWriter{}, &stderr); code != ExitRuntime {
 		t.Fatalf("policies: exit %d, want %d", code, ExitRuntime)
+	}
+}
+
+// The GitHub Actions example must not hide a failing command (no "|| true"),
+// and its report step must work on what its run step writes.
+func TestGateWorkflowExample(t *testing.T) {
+	b, err := os.ReadFile("../../examples/ci/gpusim-gate.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf struct {
+		Jobs map[string]struct {
+			Steps []struct {
+				Name string `yaml:"name"`
+				Run  string `yaml:"run"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal(b, &wf); err != nil {
+		t.Fatal(err)
+	}
+	var report string
+	for _, st := range wf.Jobs["gate"].Steps {
+		if strings.Contains(st.Run, "|| true") {
+			t.Errorf("step %q hides failures: %q", st.Name, st.Run)
+		}
+		if st.Name == "Report" {
+			report = strings.TrimSpace(st.Run)
+		}
+	}
+	args := strings.Fields(report)
+	if len(args) < 2 || args[0] != "gpusim" {
+		t.Fatalf("report step %q", report)
+	}
+	dir := t.TempDir()
+	wd, _ := os.Getwd()
+	defer os.Chdir(wd)
+	os.Chdir(dir)
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"run", "--demo", "--quiet", "-o", "out", "--set", "workload.synthetic.jobs=200"}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("run: %d %s", code, stderr.String())
+	}
+	if code := Main(args[1:], nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("%s: exit %d: %s", report, code, stderr.String())
 	}
 }
