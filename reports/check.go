@@ -119,7 +119,7 @@ type Doc struct {
 // summary.json is read). Errors name the file.
 func ReadDoc(path string) (*Doc, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		if err := CheckRunDir(path); err != nil {
+		if err := CheckSummaryDir(path); err != nil {
 			return nil, err
 		}
 		path = filepath.Join(path, SummaryFile)

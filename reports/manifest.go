@@ -104,6 +104,19 @@ func PrepareOutDir(dir, sha string) (keep []string, err error) {
 	return keep, nil
 }
 
+// CheckSummaryDir is the completeness check for commands that read only
+// summary.json (check): dir is not a temporary directory and holds summary.json.
+func CheckSummaryDir(dir string) error {
+	base := filepath.Base(filepath.Clean(dir))
+	if strings.HasPrefix(base, ".") && strings.Contains(base, fsutil.TempInfix) {
+		return fmt.Errorf("%s: %w: a temporary directory of a run that did not finish (run again)", dir, ErrIncompleteRun)
+	}
+	if _, err := os.Stat(filepath.Join(dir, SummaryFile)); err != nil {
+		return fmt.Errorf("%s: %w: no %s (the run did not finish; run again)", dir, ErrIncompleteRun, SummaryFile)
+	}
+	return nil
+}
+
 // ErrIncompleteRun is wrapped by CheckRunDir's errors.
 var ErrIncompleteRun = errors.New("incomplete run directory")
 
@@ -123,8 +136,12 @@ func CheckRunDir(dir string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("run dir %s: not a directory", dir)
 	}
-	if _, err := os.Stat(filepath.Join(dir, SummaryFile)); err != nil {
+	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+	if err != nil {
 		return fmt.Errorf("%s: %w: no %s (the run did not finish; run again)", dir, ErrIncompleteRun, SummaryFile)
+	}
+	if !json.Valid(b) {
+		return fmt.Errorf("%s: invalid summary JSON", filepath.Join(dir, SummaryFile))
 	}
 	if isFillSummary(filepath.Join(dir, SummaryFile)) {
 		return nil // a fill-experiment run holds summary.json only

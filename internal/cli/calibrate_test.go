@@ -288,7 +288,7 @@ func groupHasLive(pgid int) bool {
 }
 
 // The run functions are usable without flag parsing; a cancelled context is an
-// interrupt (exit 1) after which nothing is half-written.
+// interrupt (exit 130) after which nothing is half-written.
 func TestRunCalibrateRunCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -296,7 +296,7 @@ func TestRunCalibrateRunCancelled(t *testing.T) {
 	var o, e bytes.Buffer
 	err := RunCalibrateRun(ctx, &IO{Out: &o, Err: &e}, CalibrateRunOptions{
 		CalibrateProbeOptions: CalibrateProbeOptions{Fake: true}, Plan: shellPlan(t, ""), OutDir: out})
-	if exitCode(err) != ExitRuntime || !strings.Contains(err.Error(), "interrupted") {
+	if exitCode(err) != ExitInterrupted || !strings.Contains(err.Error(), "interrupted") {
 		t.Fatalf("got %v (exit %d)", err, exitCode(err))
 	}
 	if _, err := os.Stat(filepath.Join(out, "interference.yaml")); err == nil {
