@@ -35,7 +35,9 @@ func (d *Dur) UnmarshalYAML(n *yaml.Node) error {
 // is int64 microseconds).
 const maxDurSeconds = 9e12
 
-// ParseDur parses a duration string ("90s", "24h") or a number of seconds.
+// ParseDur parses a duration string ("90s", "24h", "1h30m"), a number of days
+// optionally followed by a duration ("30d", "1.5d", "2d12h"; a day is 24 h), or a
+// number of seconds.
 func ParseDur(s string) (sim.Duration, error) {
 	s = strings.TrimSpace(s)
 	if f, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
@@ -47,14 +49,35 @@ func ParseDur(s string) (sim.Duration, error) {
 		}
 		return sim.Seconds(f), nil
 	}
-	d, err := time.ParseDuration(s)
+	d, err := parseDays(s)
 	if err != nil {
-		return 0, fmt.Errorf("invalid duration %q (want e.g. 90s, 24h or a number of seconds)", s)
+		return 0, fmt.Errorf("invalid duration %q (want e.g. 90s, 24h, 30d or a number of seconds)", s)
 	}
 	if d < 0 {
 		return 0, fmt.Errorf("duration %q must be >= 0", s)
 	}
 	return sim.Duration(d / time.Microsecond), nil
+}
+
+// parseDays is time.ParseDuration with an optional leading "<days>d" term.
+func parseDays(s string) (time.Duration, error) {
+	i := strings.IndexByte(s, 'd')
+	if i < 0 {
+		return time.ParseDuration(s)
+	}
+	days, err := strconv.ParseFloat(s[:i], 64)
+	if err != nil || days < 0 || days > 100_000 || strings.ContainsAny(s[:i], "eE+-") {
+		return 0, fmt.Errorf("bad days in %q", s)
+	}
+	d := time.Duration(days * 24 * float64(time.Hour))
+	if rest := s[i+1:]; rest != "" {
+		r, err := time.ParseDuration(rest)
+		if err != nil || r < 0 {
+			return 0, fmt.Errorf("bad duration after days in %q", s)
+		}
+		d += r
+	}
+	return d, nil
 }
 
 // DecodeParams decodes a policy's `params` mapping into out (a pointer to a struct

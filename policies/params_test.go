@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gpusim/gpusim/sim"
 )
 
 type mergeParams struct {
@@ -99,10 +101,33 @@ func TestDecodeParamsEveryProblem(t *testing.T) {
 		`line 5: bogus: unknown parameter "bogus" (known: placement, window, queues, extra)`,
 		`line 4: queues[0].wieght: unknown field`,
 		`line 1: placement: want a string, got a list`,
-		`line 2: window: invalid duration "soon" (want e.g. 90s, 24h or a number of seconds)`,
+		`line 2: window: invalid duration "soon" (want e.g. 90s, 24h, 30d or a number of seconds)`,
 		`line 4: queues[0].weight: want a whole number, got "x"`,
 	}
 	if err == nil || err.Error() != strings.Join(want, "\n") {
 		t.Errorf("got\n%v\nwant\n%s", err, strings.Join(want, "\n"))
+	}
+}
+
+func TestParseDurDays(t *testing.T) {
+	for in, want := range map[string]sim.Duration{
+		"30d":    sim.Seconds(30 * 86400),
+		"1.5d":   sim.Seconds(1.5 * 86400),
+		"2d12h":  sim.Seconds(2.5 * 86400),
+		"0d":     0,
+		"90s":    sim.Seconds(90),
+		"3600":   sim.Seconds(3600),
+		"1h30m":  sim.Seconds(5400),
+		"1d0.5h": sim.Seconds(86400 + 1800),
+	} {
+		got, err := ParseDur(in)
+		if err != nil || got != want {
+			t.Errorf("ParseDur(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"d", "-1d", "1dd", "1d-2h", "xd", "1e3d", "30days", "1d2"} {
+		if _, err := ParseDur(bad); err == nil {
+			t.Errorf("ParseDur(%q) accepted", bad)
+		}
 	}
 }

@@ -121,6 +121,9 @@ type Doc struct {
 // summary.json is read). Errors name the file.
 func ReadDoc(path string) (*Doc, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		if err := CheckSummaryDir(path); err != nil {
+			return nil, err
+		}
 		path = filepath.Join(path, SummaryFile)
 	}
 	b, err := os.ReadFile(path)

@@ -30,6 +30,9 @@ func (s *Scenario) Nodes() ([]sim.NodeSpec, error) {
 		if err != nil {
 			return nil, s.fieldErr("cluster.from", err)
 		}
+		if err := checkNodeCount(ns); err != nil {
+			return nil, s.fieldErr("cluster.from", err)
+		}
 		nodes = ns
 		for i := range nodes {
 			nodes[i].NVLinkDomain = -1

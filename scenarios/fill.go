@@ -89,6 +89,12 @@ func RunFill(ctx context.Context, s *Scenario, opts RunOptions) ([]FillRun, erro
 	if err != nil {
 		return nil, err
 	}
+	var keep []string
+	if !opts.SharedOutDir {
+		if keep, err = s.PrepareOutDir(opts.OutDir); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.saveTo(opts.OutDir); err != nil {
 		return nil, err
 	}
@@ -114,12 +120,11 @@ func RunFill(ctx context.Context, s *Scenario, opts RunOptions) ([]FillRun, erro
 			Provenance: reports.Provenance{Version: opts.Version, GoVersion: runtime.Version(), Seed: s.SeedValue(), Scenario: s.Name, ScenarioSHA256: s.hash}}
 		run := FillRun{Label: p.DisplayName(), Summary: sum}
 		if opts.OutDir != "" {
-			run.Dir = filepath.Join(opts.OutDir, run.Label)
 			b, err := json.MarshalIndent(sum, "", "  ")
-			if err == nil {
-				err = mkdirWrite(run.Dir, b)
-			}
 			if err != nil {
+				return err
+			}
+			if run.Dir, err = writePolicyDir(opts.OutDir, run.Label, func(dir string) error { return mkdirWrite(dir, b) }); err != nil {
 				return err
 			}
 		}
@@ -128,6 +133,15 @@ func RunFill(ctx context.Context, s *Scenario, opts RunOptions) ([]FillRun, erro
 	})
 	if err != nil {
 		return nil, err
+	}
+	labels := make([]string, len(out))
+	for k := range out {
+		labels[k] = out[k].Label
+	}
+	if !opts.SharedOutDir {
+		if err := s.FinishOutDir(opts.OutDir, keep, labels); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

@@ -34,6 +34,10 @@ type RunOptions struct {
 	Progress func(policy string, p sim.Progress)
 	// NoLog disables the event log (and events.parquet).
 	NoLog bool
+	// SharedOutDir says the caller runs several Runs into OutDir at once and
+	// prepares it and writes its manifest itself (Scenario.PrepareOutDir and
+	// FinishOutDir); Run then only writes its policy directories.
+	SharedOutDir bool
 }
 
 // PolicyRun is the outcome of one policy.
@@ -87,7 +91,7 @@ func (s *Scenario) Select(names []string) ([]int, error) {
 // running that policy alone. Results come back in selection order.
 func Run(ctx context.Context, s *Scenario, opts RunOptions) ([]PolicyRun, error) {
 	if s.Experiment != nil {
-		return nil, s.fieldErr("experiment", fmt.Errorf("this scenario is a %s experiment: use RunFill (gpusim run handles both)", s.Experiment.Kind))
+		return nil, s.fieldErr("experiment", fmt.Errorf("this scenario is a %s experiment, not a replay: gpusim run, compare and report handle it (docs/fgd.md); this command does not", s.Experiment.Kind))
 	}
 	idx, err := s.Select(opts.Policies)
 	if err != nil {
@@ -108,6 +112,12 @@ func Run(ctx context.Context, s *Scenario, opts RunOptions) ([]PolicyRun, error)
 	if err != nil {
 		return nil, err
 	}
+	var keep []string
+	if !opts.SharedOutDir {
+		if keep, err = s.PrepareOutDir(opts.OutDir); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.saveTo(opts.OutDir); err != nil {
 		return nil, err
 	}
@@ -118,6 +128,15 @@ func Run(ctx context.Context, s *Scenario, opts RunOptions) ([]PolicyRun, error)
 	})
 	if err != nil {
 		return nil, err
+	}
+	labels := make([]string, len(out))
+	for k := range out {
+		labels[k] = out[k].Label
+	}
+	if !opts.SharedOutDir {
+		if err := s.FinishOutDir(opts.OutDir, keep, labels); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -161,10 +180,11 @@ func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, jobs []sim.
 	sum := reports.SummarizeWith(res, prov, wall, s.Prices())
 	pr := PolicyRun{Label: label, Result: res, Summary: sum, Wall: wall}
 	if opts.OutDir != "" {
-		pr.Dir = filepath.Join(opts.OutDir, label)
-		if err := reports.WriteRunDir(pr.Dir, res, sum); err != nil {
+		dir, err := writePolicyDir(opts.OutDir, label, func(dir string) error { return reports.WriteRunDir(dir, res, sum) })
+		if err != nil {
 			return pr, err
 		}
+		pr.Dir = dir
 	}
 	return pr, nil
 }

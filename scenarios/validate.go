@@ -99,8 +99,8 @@ func (s *Scenario) validate() sim.FieldErrors {
 		names[p.Name] = true
 		if p.Nodes < 1 {
 			fe.Add(path+".nodes", "must be >= 1")
-		} else if p.Nodes > 1_000_000 {
-			fe.Add(path+".nodes", "must be <= 1000000")
+		} else if p.Nodes > MaxNodes {
+			fe.Add(path+".nodes", "must be <= %d (the cluster size limit)", MaxNodes)
 		}
 		if _, err := s.poolTemplate(p, tmpl); err != nil {
 			fe.Add(path+".template", "%v", err)
@@ -109,6 +109,10 @@ func (s *Scenario) validate() sim.FieldErrors {
 			checkTemplate(&fe, path, t)
 		}
 	}
+	checkClusterSize(&fe, c.Pools, func(p PoolSpec) (int32, bool) {
+		t, err := s.poolTemplate(p, tmpl)
+		return t.GPUs, err == nil
+	})
 	if c.Fabric.NodesPerLeaf < 1 {
 		fe.Add("cluster.fabric.nodesPerLeaf", "must be >= 1")
 	}

@@ -294,6 +294,11 @@ type nativeParquetReader struct {
 	intern interner
 }
 
+// ErrCorruptParquet is wrapped by every error about a Parquet input that is not
+// a readable Parquet file (truncated, not Parquet at all, undecodable data): bad
+// input, which the command line reports with exit code 2.
+var ErrCorruptParquet = errors.New("not a readable Parquet file")
+
 func openNativeParquet(path string, opts ReadOptions) (jr JobReader, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -302,7 +307,7 @@ func openNativeParquet(path string, opts ReadOptions) (jr JobReader, err error) 
 	r := &nativeParquetReader{path: path, f: f, rep: newReport(path, FormatNative), intern: newInterner()}
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("%s: not a readable Parquet file: %v", path, p)
+			err = fmt.Errorf("%s: %w: %v", path, ErrCorruptParquet, p)
 		}
 		if err != nil {
 			r.Close()
@@ -311,15 +316,15 @@ func openNativeParquet(path string, opts ReadOptions) (jr JobReader, err error) 
 	}()
 	r.pf, err = file.NewParquetReader(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: not a Parquet file: %w", path, err)
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrCorruptParquet, err)
 	}
 	fr, err := pqarrow.NewFileReader(r.pf, pqarrow.ArrowReadProperties{BatchSize: parquetBatch}, memory.DefaultAllocator)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrCorruptParquet, err)
 	}
 	schema, err := fr.Schema()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrCorruptParquet, err)
 	}
 	header := make([]string, schema.NumFields())
 	for i, fld := range schema.Fields() {
@@ -338,7 +343,7 @@ func openNativeParquet(path string, opts ReadOptions) (jr JobReader, err error) 
 	}
 	r.rr, err = fr.GetRecordReader(context.Background(), nil, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrCorruptParquet, err)
 	}
 	if !opts.AllowDuplicateIDs {
 		r.dups = newDupSet()
@@ -367,7 +372,7 @@ func checkArrowType(got, want arrow.DataType) error {
 func (r *nativeParquetReader) Next() (j sim.JobSpec, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			j, err = sim.JobSpec{}, fmt.Errorf("%s: corrupt Parquet data near row %d: %v", r.path, r.line+1, p)
+			j, err = sim.JobSpec{}, fmt.Errorf("%s: %w near row %d: %v", r.path, ErrCorruptParquet, r.line+1, p)
 		}
 	}()
 	for r.rec == nil || r.row >= int(r.rec.NumRows()) {
@@ -376,7 +381,7 @@ func (r *nativeParquetReader) Next() (j sim.JobSpec, err error) {
 		}
 		if !r.rr.Next() {
 			if err := r.rr.Err(); err != nil && err != io.EOF {
-				return sim.JobSpec{}, fmt.Errorf("%s: %w", r.path, err)
+				return sim.JobSpec{}, fmt.Errorf("%s: %w: %w", r.path, ErrCorruptParquet, err)
 			}
 			return sim.JobSpec{}, io.EOF
 		}

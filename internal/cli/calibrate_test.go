@@ -182,7 +182,7 @@ func TestCalibrateHelperProcess(t *testing.T) {
 	os.Exit(Main(strings.Split(args, "\x1f"), os.Stdin, os.Stdout, os.Stderr))
 }
 
-// Ctrl-C in the middle of `calibrate run`: gpusim exits 1, kills every workload
+// Ctrl-C in the middle of `calibrate run`: gpusim exits 130, kills every workload
 // process group, and a second run resumes without re-measuring finished cells.
 func TestCalibrateInterruptResume(t *testing.T) {
 	dir := t.TempDir()
@@ -223,7 +223,7 @@ func TestCalibrateInterruptResume(t *testing.T) {
 	cmd.Process.Signal(os.Interrupt)
 	err := cmd.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != ExitRuntime || !strings.Contains(stderr.String(), "interrupted") {
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted || !strings.Contains(stderr.String(), "interrupted") {
 		t.Fatalf("interrupted run: %v\n%s", err, stderr.String())
 	}
 	ents, _ := os.ReadDir(pids)
@@ -288,7 +288,7 @@ func groupHasLive(pgid int) bool {
 }
 
 // The run functions are usable without flag parsing; a cancelled context is an
-// interrupt (exit 1) after which nothing is half-written.
+// interrupt (exit 130) after which nothing is half-written.
 func TestRunCalibrateRunCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -296,7 +296,7 @@ func TestRunCalibrateRunCancelled(t *testing.T) {
 	var o, e bytes.Buffer
 	err := RunCalibrateRun(ctx, &IO{Out: &o, Err: &e}, CalibrateRunOptions{
 		CalibrateProbeOptions: CalibrateProbeOptions{Fake: true}, Plan: shellPlan(t, ""), OutDir: out})
-	if exitCode(err) != ExitRuntime || !strings.Contains(err.Error(), "interrupted") {
+	if exitCode(err) != ExitInterrupted || !strings.Contains(err.Error(), "interrupted") {
 		t.Fatalf("got %v (exit %d)", err, exitCode(err))
 	}
 	if _, err := os.Stat(filepath.Join(out, "interference.yaml")); err == nil {

@@ -94,6 +94,7 @@ type compareTask struct {
 	label string
 	dir   string // seed directory
 	run   scenarios.PolicyRun
+	fill  scenarios.FillRun // fill experiments
 	err   error
 }
 
@@ -132,6 +133,7 @@ func runCompare(ctx context.Context, io *IO, opts *CompareOptions) error {
 	// Every seed's scenario is loaded (and validated) before anything runs.
 	s0 := base.SeedValue()
 	seedSets := make([][]string, opts.Seeds)
+	seedScen := make([]*scenarios.Scenario, opts.Seeds)
 	for k := range seedSets {
 		seedSets[k] = append(append([]string(nil), opts.Sets...), "seed="+strconv.FormatUint(s0+uint64(k), 10))
 		sc, err := loadScenario(opts.Scenario, opts.Demo, seedSets[k], nil)
@@ -141,10 +143,22 @@ func runCompare(ctx context.Context, io *IO, opts *CompareOptions) error {
 		if _, err := sc.Select(opts.Policies); err != nil {
 			return UsageError(err)
 		}
+		seedScen[k] = sc
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return RuntimeError(err)
 	}
+	// The policies of one seed run concurrently into one seed directory: it is
+	// prepared (temporary leftovers removed, stale runs of another scenario
+	// dropped) once before, and its manifest written once after.
+	keep := make([][]string, opts.Seeds)
+	for k, sc := range seedScen {
+		var err error
+		if keep[k], err = sc.PrepareOutDir(filepath.Join(out, fmt.Sprintf("seed-%d", s0+uint64(k)))); err != nil {
+			return RuntimeError(err)
+		}
+	}
+	fill := base.Experiment != nil
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -178,14 +192,21 @@ func runCompare(ctx context.Context, io *IO, opts *CompareOptions) error {
 			if err == nil {
 				_, err = sc.Select(opts.Policies)
 			}
-			var runs []scenarios.PolicyRun
-			if err == nil {
-				runs, err = scenarios.Run(ctx, sc, scenarios.RunOptions{Policies: []string{t.label}, OutDir: t.dir, Parallel: 1,
-					Version: VersionString(), Now: time.Now, Progress: func(_ string, p sim.Progress) { prog.update(key, p) }})
-			}
-			if err == nil {
-				t.run = runs[0]
-				t.run.Label = key
+			ro := scenarios.RunOptions{Policies: []string{t.label}, OutDir: t.dir, Parallel: 1, SharedOutDir: true,
+				Version: VersionString(), Now: time.Now, Progress: func(_ string, p sim.Progress) { prog.update(key, p) }}
+			switch {
+			case err == nil && fill:
+				var fr []scenarios.FillRun
+				if fr, err = scenarios.RunFill(ctx, sc, ro); err == nil {
+					t.fill = fr[0]
+					t.run.Dir = fr[0].Dir
+				}
+			case err == nil:
+				var runs []scenarios.PolicyRun
+				if runs, err = scenarios.Run(ctx, sc, ro); err == nil {
+					t.run = runs[0]
+					t.run.Label = key
+				}
 			}
 			t.err = err
 		}()
@@ -200,6 +221,25 @@ func runCompare(ctx context.Context, io *IO, opts *CompareOptions) error {
 		}
 		runs = append(runs, t.run)
 		dirs = append(dirs, t.run.Dir)
+	}
+	for k, sc := range seedScen {
+		if err := sc.FinishOutDir(filepath.Join(out, fmt.Sprintf("seed-%d", s0+uint64(k))), keep[k], labels); err != nil {
+			return RuntimeError(err)
+		}
+	}
+	if fill {
+		if err := reports.BuildFillReport(dirs, out); err != nil {
+			return RuntimeError(err)
+		}
+		if !opts.Quiet {
+			var fr []scenarios.FillRun
+			for _, t := range tasks {
+				fr = append(fr, t.fill)
+			}
+			printFillTable(io.Out, fr)
+			fmt.Fprintf(io.Out, "runs in %s/seed-<seed>/<policy>/; report in %s\n", out, filepath.Join(out, "index.html"))
+		}
+		return nil
 	}
 	if err := reports.BuildReport(dirs, out); err != nil {
 		return RuntimeError(err)

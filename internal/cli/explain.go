@@ -52,8 +52,14 @@ jobs' estimated ends. See docs/explain.md.`,
 }
 
 func runExplain(io *IO, dir, job string) error {
-	if _, err := os.Stat(filepath.Join(dir, reports.SummaryFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, reports.SummaryFile)); err != nil && !isTempRunDir(dir) {
+		if m, merr := reports.ReadManifest(dir); merr == nil && m != nil {
+			return UsageErrorf("run dir %s: holds the runs %v; give one policy directory such as %s", dir, m.Policies, filepath.Join(dir, m.Policies[0]))
+		}
 		return UsageErrorf("run dir %s: no %s (give a policy directory such as out/fifo)", dir, reports.SummaryFile)
+	}
+	if err := reports.CheckRunDir(dir); err != nil {
+		return UsageError(err)
 	}
 	run, err := reports.ReadRunDir(dir, true)
 	if err != nil {

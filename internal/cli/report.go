@@ -6,9 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpusim/gpusim/internal/fsutil"
 	"github.com/gpusim/gpusim/reports"
 )
 
@@ -51,7 +53,23 @@ min-max in the headline bars. See docs/outputs.md.`,
 			if err != nil {
 				return UsageError(err)
 			}
-			if err := reports.BuildReport(dirs, out); err != nil {
+			if w := reports.MixedScenarios(dirs); w != "" {
+				fmt.Fprintf(io.Err, "gpusim: warning: %s\n", w)
+			}
+			nfill := 0
+			for _, d := range dirs {
+				if reports.IsFillRunDir(d) {
+					nfill++
+				}
+			}
+			build := reports.BuildReport
+			switch {
+			case nfill == len(dirs):
+				build = reports.BuildFillReport
+			case nfill > 0:
+				return UsageErrorf("report: %d of the %d run directories are fill experiments and the others replays; report them separately", nfill, len(dirs))
+			}
+			if err := build(dirs, out); err != nil {
 				var pe *fs.PathError
 				if errors.As(err, &pe) && !errors.Is(err, fs.ErrNotExist) {
 					return RuntimeError(err)
@@ -67,7 +85,11 @@ min-max in the headline bars. See docs/outputs.md.`,
 }
 
 // expandRunDirs keeps directories holding a summary.json and replaces a
-// directory without one by its immediate subdirectories that have one (sorted).
+// directory without one by the policy directories its run manifest lists
+// (gpusim-run.json, written by 'gpusim run'), or, for directories written before
+// manifests existed, by its immediate subdirectories that have one (sorted).
+// Every directory returned is complete (reports.CheckRunDir); an incomplete one
+// is an error.
 func expandRunDirs(args []string) ([]string, error) {
 	var dirs []string
 	for _, a := range args {
@@ -78,8 +100,25 @@ func expandRunDirs(args []string) ([]string, error) {
 		if !st.IsDir() {
 			return nil, fmt.Errorf("run dir %s: not a directory", a)
 		}
-		if _, err := os.Stat(filepath.Join(a, reports.SummaryFile)); err == nil {
+		if _, err := os.Stat(filepath.Join(a, reports.SummaryFile)); err == nil || isTempRunDir(a) {
+			if err := reports.CheckRunDir(a); err != nil {
+				return nil, err
+			}
 			dirs = append(dirs, a)
+			continue
+		}
+		m, err := reports.ReadManifest(a)
+		if err != nil {
+			return nil, fmt.Errorf("run dir: %w", err)
+		}
+		if m != nil {
+			for _, p := range m.Policies {
+				d := filepath.Join(a, p)
+				if err := reports.CheckRunDir(d); err != nil {
+					return nil, err
+				}
+				dirs = append(dirs, d)
+			}
 			continue
 		}
 		ents, err := os.ReadDir(a)
@@ -88,16 +127,28 @@ func expandRunDirs(args []string) ([]string, error) {
 		}
 		n := 0
 		for _, e := range ents { // ReadDir sorts by name
-			if e.IsDir() {
-				if _, err := os.Stat(filepath.Join(a, e.Name(), reports.SummaryFile)); err == nil {
-					dirs = append(dirs, filepath.Join(a, e.Name()))
-					n++
+			if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+				continue // temporary directories of unfinished runs start with "."
+			}
+			d := filepath.Join(a, e.Name())
+			if _, err := os.Stat(filepath.Join(d, reports.SummaryFile)); err == nil {
+				if err := reports.CheckRunDir(d); err != nil {
+					return nil, err
 				}
+				dirs = append(dirs, d)
+				n++
 			}
 		}
 		if n == 0 {
-			return nil, fmt.Errorf("run dir %s: no %s in it or in its subdirectories", a, reports.SummaryFile)
+			return nil, fmt.Errorf("run dir %s: no %s in it or in its subdirectories (an unfinished run? run it again)", a, reports.SummaryFile)
 		}
 	}
 	return dirs, nil
+}
+
+// isTempRunDir reports whether dir is the temporary directory of a run being
+// written (or killed): ".<policy>.tmp-<random>".
+func isTempRunDir(dir string) bool {
+	b := filepath.Base(filepath.Clean(dir))
+	return strings.HasPrefix(b, ".") && strings.Contains(b, fsutil.TempInfix)
 }

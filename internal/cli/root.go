@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -50,19 +51,26 @@ fragmentation and fairness.`,
 	}
 	sort.Slice(cmds, func(a, b int) bool { return cmds[a].Name() < cmds[b].Name() })
 	root.AddCommand(cmds...)
+	strictCompletion(root)
 	return root
 }
 
 // Main runs the command line with args (without the program name) and returns the
 // exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	io := &IO{In: stdin, Out: stdout, Err: stderr}
+	out := &trackingWriter{w: stdout}
+	io := &IO{In: stdin, Out: out, Err: stderr}
 	if f, ok := stderr.(*os.File); ok {
 		io.ErrIsTTY = isTerminal(f)
 	}
 	root := NewRootCmd(io)
 	root.SetArgs(args)
 	err := root.Execute()
+	if err == nil && out.err != nil {
+		// Output that did not reach stdout (a closed pipe, a full disk) is a
+		// failure even when the command itself succeeded.
+		err = RuntimeError(fmt.Errorf("write standard output: %w", out.err))
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "gpusim: %v\n", err)
 		code := exitCode(err)
@@ -72,4 +80,44 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	return ExitOK
+}
+
+// trackingWriter remembers the first write error of the standard output, so a
+// command whose output was lost exits 1 instead of 0.
+type trackingWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (t *trackingWriter) Write(p []byte) (int, error) {
+	n, err := t.w.Write(p)
+	if err != nil && t.err == nil {
+		t.err = err
+	}
+	return n, err
+}
+
+// strictCompletion makes 'gpusim completion SHELL' with an unknown shell a usage
+// error (exit 2) instead of cobra's help text and exit 0.
+func strictCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		var shells []string
+		for _, sc := range c.Commands() {
+			shells = append(shells, sc.Name())
+		}
+		sort.Strings(shells)
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return UsageErrorf("completion: unknown shell %q (want one of %s)", args[0], strings.Join(shells, ", "))
+			}
+			return nil
+		}
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			return UsageErrorf("completion: name a shell (%s)", strings.Join(shells, ", "))
+		}
+	}
 }

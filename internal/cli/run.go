@@ -113,10 +113,12 @@ func classifyRunError(err error) error {
 	var pe *fs.PathError
 	var ce *policies.ConfigError
 	switch {
-	case errors.As(err, &se), errors.As(err, &re), errors.As(err, &pe), errors.As(err, &ce):
-		return UsageError(err)
 	case errors.Is(err, context.Canceled):
-		return RuntimeError(fmt.Errorf("interrupted"))
+		return InterruptedError(err)
+	case errors.As(err, &se), errors.As(err, &re), errors.As(err, &ce):
+		return UsageError(err)
+	case errors.As(err, &pe):
+		return &ExitError{Code: pathErrorCode(pe), Err: err}
 	}
 	return RuntimeError(err)
 }
@@ -160,13 +162,7 @@ func runRun(ctx context.Context, io *IO, opts *RunOptions) error {
 			return classifyRunError(err)
 		}
 		if !opts.Quiet {
-			tw := tabwriter.NewWriter(io.Out, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "policy\tpods\tunscheduled\tGPU allocation %\tfragmented GPU %\t")
-			for _, r := range fruns {
-				f := r.Summary.Fill
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.2f\t\n", r.Label, f.Pods, f.UnscheduledPods, f.GPUAllocationRatio, f.FragmentedGPURatio)
-			}
-			tw.Flush()
+			printFillTable(io.Out, fruns)
 			fmt.Fprintf(io.Out, "fill experiment at load %.2f; results in %s/<policy>/summary.json\n", fruns[0].Summary.Fill.Load, out)
 		}
 		return nil
@@ -248,4 +244,16 @@ func (p *progress) finish() {
 	if p.bar != nil {
 		_ = p.bar.Finish()
 	}
+}
+
+// printFillTable prints one row per fill run (policy, pods, unscheduled pods and
+// the ratios at the target load).
+func printFillTable(w io.Writer, fruns []scenarios.FillRun) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tseed\tpods\tunscheduled\tGPU allocation %\tfragmented GPU %\t")
+	for _, r := range fruns {
+		f := r.Summary.Fill
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.2f\t\n", r.Label, r.Summary.Provenance.Seed, f.Pods, f.UnscheduledPods, f.GPUAllocationRatio, f.FragmentedGPURatio)
+	}
+	tw.Flush()
 }

@@ -20,7 +20,7 @@ func traceErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	if traces.IsRowError(err) || errors.Is(err, traces.ErrUnknownFormat) || errors.Is(err, fs.ErrNotExist) {
+	if traces.IsRowError(err) || errors.Is(err, traces.ErrUnknownFormat) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, traces.ErrCorruptParquet) {
 		return UsageError(err)
 	}
 	return RuntimeError(err)
