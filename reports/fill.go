@@ -192,7 +192,7 @@ type fillPoint struct{ alloc, frag float64 }
 // whole percent of arrived demand that every run reached.
 func fillCurveFigure(name, title, ylabel string, groups []*fillGroup, y func(fillPoint) float64) *Figure {
 	p := newPlot(title, "arrived GPU demand (% of capacity)", ylabel)
-	for i, g := range groups {
+	for _, g := range groups {
 		n := math.MaxInt
 		for _, d := range g.Docs {
 			n = min(n, len(d.Fill.Curve))
@@ -208,7 +208,7 @@ func fillCurveFigure(name, title, ylabel string, groups []*fillGroup, y func(fil
 			m := float64(len(g.Docs))
 			xys = append(xys, plotter.XY{X: float64(g.Docs[0].Fill.Curve[k].ArrivedPct), Y: y(fillPoint{sum.alloc / m, sum.frag / m})})
 		}
-		addLine(p, g.Policy, xys, i)
+		addLineColor(p, g.Policy, xys, PolicyColor(g.Policy), nil)
 	}
 	p.Legend.Top = true
 	p.Legend.Left = true

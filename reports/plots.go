@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
@@ -17,6 +18,13 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 )
+
+// Every plot of a report uses Liberation Sans (embedded in gonum/plot), so SVG
+// and PNG look alike on every machine.
+func init() {
+	plot.DefaultFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
+	plotter.DefaultFont = plot.DefaultFont
+}
 
 // Figure is a rendered-on-demand chart: one plot or a grid of plots (row-major)
 // with a size. Render it with WriterTo.
@@ -89,12 +97,14 @@ func (f *Figure) Render(format string) ([]byte, error) {
 type Series struct {
 	Name   string
 	Values []float64
+	Policy bool // Name is a policy label: draw it in PolicyColor(Name)
 }
 
 // TimeSeries is a named line over time.
 type TimeSeries struct {
-	Name string
-	T, Y []float64 // seconds, value
+	Name   string
+	T, Y   []float64 // seconds, value
+	Policy bool      // Name is a policy label: draw it in PolicyColor(Name)
 }
 
 // timeUnit picks a readable unit for a span in seconds.
@@ -122,13 +132,26 @@ func newPlot(title, xlabel, ylabel string) *plot.Plot {
 func lineColor(i int) color.Color { return plotutil.Color(i) }
 
 func addLine(p *plot.Plot, name string, xys plotter.XYs, i int) {
+	addLineColor(p, name, xys, lineColor(i), plotutil.Dashes(i/len(plotutil.DefaultColors)))
+}
+
+// seriesColor is a series' colour: its policy's fixed colour, or the i-th of
+// the default palette.
+func seriesColor(name string, policy bool, i int) color.Color {
+	if policy {
+		return PolicyColor(name)
+	}
+	return lineColor(i)
+}
+
+func addLineColor(p *plot.Plot, name string, xys plotter.XYs, c color.Color, dashes []vg.Length) {
 	l, err := plotter.NewLine(xys)
 	if err != nil {
 		return // only NaN/Inf data, which we never build
 	}
-	l.Color = lineColor(i)
+	l.Color = c
 	l.Width = vg.Points(1.5)
-	l.Dashes = plotutil.Dashes(i / len(plotutil.DefaultColors))
+	l.Dashes = dashes
 	p.Add(l)
 	if name != "" {
 		p.Legend.Add(name, l)
@@ -152,12 +175,47 @@ func cdfPoints(sorted []float64, div float64) plotter.XYs {
 	return xys
 }
 
-// CDFPlot draws the empirical CDF of each series (values in seconds); the x unit
-// is chosen from the largest p99, and the x axis ends at 1.15 x that p99 when
-// some value lies beyond (the label says so). Series with no values are listed in the legend
-// as "(no jobs)".
+// logTimeTicks are the major ticks of a logarithmic time axis in seconds.
+var logTimeTicks = []struct {
+	s     float64
+	label string
+}{{1, "1 s"}, {10, "10 s"}, {60, "1 min"}, {600, "10 min"}, {3600, "1 h"}, {36000, "10 h"},
+	{86400, "1 d"}, {864000, "10 d"}, {8640000, "100 d"}}
+
+// logTimeTicker labels a log time axis (seconds) in human units, with unlabelled
+// minor ticks at 2..9 x each power of ten.
+type logTimeTicker struct{}
+
+func (logTimeTicker) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for _, t := range logTimeTicks {
+		if t.s >= lo*0.999 && t.s <= hi*1.001 {
+			ts = append(ts, plot.Tick{Value: t.s, Label: t.label})
+		}
+	}
+	for d := 1.0; d <= hi; d *= 10 {
+		for k := 2.0; k <= 9; k++ {
+			if v := k * d; v >= lo && v <= hi {
+				ts = append(ts, plot.Tick{Value: v})
+			}
+		}
+	}
+	return ts
+}
+
+// CDFLogFloor is the smallest value (seconds) a logarithmic CDF axis shows;
+// smaller values (jobs that started at once) are drawn at it.
+const CDFLogFloor = 1.0
+
+// CDFPlot draws the empirical CDF of each series (values in seconds). When the
+// values span at least two decades above CDFLogFloor (the largest p99 is >= 100
+// s), the x axis is logarithmic with human time ticks, starting at 1 s (values
+// below 1 s are drawn at 1 s, so the line starts at the fraction of jobs with
+// at most 1 s) and ending at the largest value. Otherwise the x unit is chosen
+// from the largest p99 and the axis ends at 1.15 x that p99 when some value lies
+// beyond (the label says so). Policy series keep their fixed colours.
 func CDFPlot(title, quantity string, series []Series) *plot.Plot {
-	var top float64
+	var top, maxV float64
 	sorted := make([][]float64, len(series))
 	for i, s := range series {
 		v := slices.Clone(s.Values)
@@ -165,15 +223,31 @@ func CDFPlot(title, quantity string, series []Series) *plot.Plot {
 		sorted[i] = v
 		if len(v) > 0 {
 			top = max(top, Percentile(v, 99))
-		}
-	}
-	unit, div := timeUnit(top)
-	var maxV float64
-	for _, v := range sorted {
-		if len(v) > 0 {
 			maxV = max(maxV, v[len(v)-1])
 		}
 	}
+	if top >= 100*CDFLogFloor {
+		p := newPlot(title, quantity+" (log scale; values under 1 s drawn at 1 s)", "Fraction of jobs (CDF)")
+		p.Y.Min, p.Y.Max = 0, 1
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = logTimeTicker{}
+		for i, s := range series {
+			if len(sorted[i]) == 0 {
+				continue
+			}
+			v := sorted[i]
+			for k := range v {
+				v[k] = max(v[k], CDFLogFloor)
+			}
+			addLineColor(p, fmt.Sprintf("%s (n=%d)", s.Name, len(v)), cdfPoints(v, 1), seriesColor(s.Name, s.Policy, i), nil)
+		}
+		p.X.Min, p.X.Max = CDFLogFloor, max(maxV, 10*CDFLogFloor)
+		p.Legend.Top, p.Legend.Left = false, false
+		p.Legend.XOffs = -vg.Points(4)
+		p.Legend.YOffs = vg.Points(4)
+		return p
+	}
+	unit, div := timeUnit(top)
 	xlabel := fmt.Sprintf("%s (%s)", quantity, unit)
 	// A long tail would squeeze the body of every line against the y axis: cut the
 	// axis a little past the largest p99 (the lines are clipped there).
@@ -188,7 +262,7 @@ func CDFPlot(title, quantity string, series []Series) *plot.Plot {
 		if len(sorted[i]) == 0 {
 			continue
 		}
-		addLine(p, fmt.Sprintf("%s (n=%d)", s.Name, len(sorted[i])), cdfPoints(sorted[i], div), i)
+		addLineColor(p, fmt.Sprintf("%s (n=%d)", s.Name, len(sorted[i])), cdfPoints(sorted[i], div), seriesColor(s.Name, s.Policy, i), nil)
 	}
 	if top > 0 && maxV > cut {
 		p.X.Max = cut / div // after Add, which widens the axis to the data
@@ -239,7 +313,7 @@ func TimePlot(title, ylabel string, series []TimeSeries) *plot.Plot {
 		for _, xy := range xys {
 			ymax = max(ymax, xy.Y)
 		}
-		addLine(p, s.Name, xys, i)
+		addLineColor(p, s.Name, xys, seriesColor(s.Name, s.Policy, i), plotutil.Dashes(i/len(plotutil.DefaultColors)))
 	}
 	// Headroom above the data keeps the legend (top right) off the lines.
 	if ymax > 0 {
@@ -247,6 +321,79 @@ func TimePlot(title, ylabel string, series []TimeSeries) *plot.Plot {
 	}
 	p.Legend.Top = true
 	return p
+}
+
+// smoothingWindows are the moving-average windows UtilizationFigure picks from.
+var smoothingWindows = []struct {
+	s    float64
+	name string
+}{{60, "1 min"}, {300, "5 min"}, {600, "10 min"}, {1800, "30 min"}, {3600, "1 h"}, {7200, "2 h"},
+	{21600, "6 h"}, {43200, "12 h"}, {86400, "1 d"}, {7 * 86400, "7 d"}}
+
+// SmoothingWindow picks the moving-average window for a time series spanning
+// span seconds: the smallest listed window of at least span/100 (so a plot shows
+// about a hundred independent points).
+func SmoothingWindow(span float64) (seconds float64, name string) {
+	for _, w := range smoothingWindows {
+		if w.s >= span/100 {
+			return w.s, w.name
+		}
+	}
+	w := smoothingWindows[len(smoothingWindows)-1]
+	return w.s, w.name
+}
+
+// movingAverage is the trailing mean of y over window seconds at each sample.
+func movingAverage(t, y []float64, window float64) []float64 {
+	out := make([]float64, len(y))
+	var sum float64
+	lo := 0
+	for i := range y {
+		sum += y[i]
+		for t[i]-t[lo] >= window && lo < i {
+			sum -= y[lo]
+			lo++
+		}
+		out[i] = sum / float64(i-lo+1)
+	}
+	return out
+}
+
+// UtilizationFigure draws GPU utilization (percent) as small multiples, one
+// panel per policy on the same axes (0-100 %, the same time range), each
+// smoothed by a trailing moving average whose window the title states.
+func UtilizationFigure(series []TimeSeries, note string) *Figure {
+	var top float64
+	for _, s := range series {
+		if len(s.T) > 0 {
+			top = max(top, s.T[len(s.T)-1])
+		}
+	}
+	win, wname := SmoothingWindow(top)
+	unit, div := timeUnit(top)
+	cols := min(2, max(1, len(series)))
+	rows := (len(series) + cols - 1) / cols
+	grid := make([][]*plot.Plot, max(rows, 1))
+	for r := range grid {
+		grid[r] = make([]*plot.Plot, cols)
+	}
+	for k, s := range series {
+		p := newPlot(s.Name, fmt.Sprintf("Simulated time (%s)", unit), "GPUs allocated (%)")
+		p.X.Min, p.X.Max = 0, math.Max(top/div, 1e-9)
+		p.Y.Min, p.Y.Max = 0, 100
+		p.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "0"}, {Value: 25, Label: "25"}, {Value: 50, Label: "50"}, {Value: 75, Label: "75"}, {Value: 100, Label: "100"}})
+		if len(s.T) > 0 {
+			ys := movingAverage(s.T, s.Y, win)
+			for i := range ys {
+				ys[i] = min(ys[i], 100)
+			}
+			addLineColor(p, "", downsample(s.T, ys, div), seriesColor(s.Name, s.Policy, k), nil)
+		}
+		grid[k/cols][k%cols] = p
+	}
+	title := fmt.Sprintf("GPU utilization (allocated GPUs), %s moving average%s", wname, note)
+	return &Figure{Name: "utilization", Title: title, Grid: grid,
+		Width: vg.Length(cols) * 5.2 * vg.Inch, Height: vg.Length(max(rows, 1)) * 2.6 * vg.Inch}
 }
 
 // Bar is one bar of a headline panel: the mean over runs with min/max whiskers.
@@ -289,7 +436,7 @@ func BarPanel(title, ylabel string, bars []Bar) *plot.Plot {
 			continue
 		}
 		bc.XMin = float64(i)
-		bc.Color = lineColor(i)
+		bc.Color = PolicyColor(bars[i].Label)
 		bc.LineStyle.Width = 0
 		p.Add(bc)
 	}

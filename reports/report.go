@@ -25,6 +25,7 @@ const GanttMaxGPUs = 64
 
 // Report is a set of run directories read back and grouped for plotting.
 type Report struct {
+	Setups []Setup  // what was simulated (optional; see Setup)
 	Runs   []*Run   // in the order given
 	Labels []string // per run: short label (path relative to the runs' common parent)
 	Groups []*Group // runs grouped by policy (and scenario when several), first-seen order
@@ -233,7 +234,7 @@ func (rep *Report) Figures() []*Figure {
 	cdf := func(name, title, quantity string, value func(*JobRow) (float64, bool)) {
 		var ss []Series
 		for _, g := range rep.Groups {
-			ss = append(ss, Series{Name: g.Label, Values: pooled(g, "", value)})
+			ss = append(ss, Series{Name: g.Label, Values: pooled(g, "", value), Policy: true})
 		}
 		figs = append(figs, &Figure{Name: name, Title: title, Width: 7 * in, Height: 4.5 * in,
 			Grid: [][]*plot.Plot{{CDFPlot(title, quantity, ss)}}})
@@ -255,7 +256,7 @@ func (rep *Report) Figures() []*Figure {
 		for k, c := range classes {
 			var ss []Series
 			for _, g := range rep.Groups {
-				ss = append(ss, Series{Name: g.Label, Values: pooled(g, c, value)})
+				ss = append(ss, Series{Name: g.Label, Values: pooled(g, c, value), Policy: true})
 			}
 			grid[k/cols][k%cols] = CDFPlot(c+": "+quantity+" CDF", quantity, ss)
 		}
@@ -269,7 +270,7 @@ func (rep *Report) Figures() []*Figure {
 		var out []TimeSeries
 		for _, g := range rep.Groups {
 			r := g.Runs[0]
-			ts := TimeSeries{Name: g.Label}
+			ts := TimeSeries{Name: g.Label, Policy: true}
 			for i := range r.Timeseries {
 				ts.T = append(ts.T, r.Timeseries[i].TimeS)
 				ts.Y = append(ts.Y, y(&r.Timeseries[i]))
@@ -282,9 +283,7 @@ func (rep *Report) Figures() []*Figure {
 	if len(rep.Groups) < len(rep.Runs) {
 		note = " (first run of each policy)"
 	}
-	figs = append(figs, &Figure{Name: "utilization", Title: "GPU utilization (allocated) over time" + note,
-		Width: 7 * in, Height: 4 * in, Grid: [][]*plot.Plot{{TimePlot("GPU utilization over time"+note,
-			"GPU utilization (% of GPUs allocated)", series(func(s *SampleRow) float64 { return 100 * s.Utilization }))}}})
+	figs = append(figs, UtilizationFigure(series(func(s *SampleRow) float64 { return 100 * s.Utilization }), note))
 	figs = append(figs, &Figure{Name: "queue_length", Title: "Pending jobs over time" + note,
 		Width: 7 * in, Height: 4 * in, Grid: [][]*plot.Plot{{TimePlot("Queue length over time"+note,
 			"Pending jobs", series(func(s *SampleRow) float64 { return float64(s.Pending) }))}}})
@@ -293,6 +292,9 @@ func (rep *Report) Figures() []*Figure {
 		figs = append(figs, f)
 	}
 	figs = append(figs, rep.headline())
+	if f := rep.preemptionFigure(); f != nil {
+		figs = append(figs, f)
+	}
 	for _, g := range rep.Groups {
 		if f := ganttFigure(g.Label, g.Runs[0]); f != nil {
 			figs = append(figs, f)
@@ -351,6 +353,38 @@ func (rep *Report) headline() *Figure {
 	}
 	w := max(9, 1.2*float64(len(rep.Groups))*3)
 	return &Figure{Name: "headline", Title: title, Grid: grid, Width: vg.Length(w) * vg.Inch, Height: 6.5 * vg.Inch}
+}
+
+// preemptionFigure shows preemptions and wasted GPU-hours per policy (mean over
+// runs, min-max whiskers); nil when no run preempted anything.
+func (rep *Report) preemptionFigure() *Figure {
+	any := false
+	for _, r := range rep.Runs {
+		any = any || r.Summary.Jobs.Preemptions > 0 || wastedGPUHours(r.Summary) > 0
+	}
+	if !any {
+		return nil
+	}
+	bars := func(get func(*Summary) float64) []Bar {
+		var out []Bar
+		for _, g := range rep.Groups {
+			b := Bar{Label: g.Label, Min: math.Inf(1), Max: math.Inf(-1), N: len(g.Runs)}
+			for _, r := range g.Runs {
+				v := get(r.Summary)
+				b.Mean += v / float64(len(g.Runs))
+				b.Min, b.Max = min(b.Min, v), max(b.Max, v)
+			}
+			out = append(out, b)
+		}
+		return out
+	}
+	grid := [][]*plot.Plot{{
+		BarPanel("Preemptions", "Preemptions (requeue, kill, suspend)", bars(func(s *Summary) float64 { return float64(s.Jobs.Preemptions) })),
+		BarPanel("Wasted GPU time", "Wasted GPU-hours (lost work, save/restore, killed runs)", bars(wastedGPUHours)),
+	}}
+	w := max(9, 1.2*float64(len(rep.Groups))*2)
+	return &Figure{Name: "preemption", Title: "Preemptions and wasted GPU-hours per policy (lower is better; whiskers: min-max over runs)",
+		Grid: grid, Width: vg.Length(w) * vg.Inch, Height: 3.8 * vg.Inch}
 }
 
 // ganttFigure draws a run's GPU allocation; nil when the cluster is larger than
@@ -514,10 +548,17 @@ func fileSafe(s string) string {
 // summary.csv (see docs/outputs.md). It is the entry point of `gpusim report`
 // and is reused by compare and sweep. Errors name the file.
 func BuildReport(runDirs []string, outDir string) error {
+	return BuildReportWith(runDirs, outDir, nil)
+}
+
+// BuildReportWith is BuildReport with a description of what was simulated for
+// the top of index.html.
+func BuildReportWith(runDirs []string, outDir string, setups []Setup) error {
 	rep, err := LoadReport(runDirs)
 	if err != nil {
 		return err
 	}
+	rep.Setups = setups
 	return rep.Write(outDir)
 }
 
@@ -557,37 +598,65 @@ var indexTmpl = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>gpusim report: {{.Scenarios}}</title>
 <style>
-body { font-family: sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-th { background: #f3f3f3; }
-figure { margin: 2em 0; }
-figure svg { max-width: 100%; height: auto; }
-figcaption { font-weight: bold; margin-bottom: 0.5em; }
+body { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; margin: 1.5em auto; padding: 0 1.5em; color: #222; max-width: 1340px; line-height: 1.4; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+h2 { font-size: 1.25em; margin-top: 1.8em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
+.lede { color: #555; margin-top: 0; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.92em; }
+th, td { border: 1px solid #d0d0d0; padding: 0.3em 0.55em; }
+th { background: #f3f3f3; font-weight: 600; vertical-align: bottom; }
+th small { display: block; font-weight: normal; color: #666; font-size: 0.82em; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.best { background: #e2f3e5; font-weight: 700; }
+td.policy { font-weight: 600; white-space: nowrap; }
+.swatch { display: inline-block; width: 0.8em; height: 0.8em; border-radius: 2px; margin-right: 0.4em; vertical-align: -0.05em; }
+.scroll { overflow-x: auto; max-width: 100%; }
+.setup { display: grid; grid-template-columns: 1fr 1fr 1.3fr; gap: 0.6em 1.5em; }
+.setup div { min-width: 0; }
+.setup h3 { font-size: 1em; margin: 0.3em 0; color: #444; }
+pre { background: #f7f7f7; border: 1px solid #e3e3e3; padding: 0.5em; font-size: 0.85em; overflow-x: auto; margin: 0.3em 0; white-space: pre-wrap; }
+figure { margin: 1.5em 0; }
+figure svg { max-width: 100%; height: auto; display: block; }
+figcaption { font-weight: 600; margin-bottom: 0.4em; }
+details summary { cursor: pointer; color: #245; margin: 0.6em 0; }
+.note { color: #555; font-size: 0.9em; }
 </style>
 </head>
 <body>
 <h1>gpusim report: {{.Scenarios}}</h1>
-<p>{{len .Runs}} run(s). Times are simulated seconds; metric definitions are in docs/metrics.md of gpusim.</p>
-<h2>Summary</h2>
-<table>
-<tr>{{range .Columns}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr>{{range $i, $c := .}}<td{{if ge $i 4}} class="num"{{end}}>{{$c}}</td>{{end}}</tr>
-{{end}}</table>
-<h2>Provenance</h2>
-<table>
-<tr><th>run</th><th>policy</th><th>scenario</th><th>seed</th><th>scenario sha256</th><th>gpusim</th><th>go</th></tr>
-{{range .Prov}}<tr><td>{{.Run}}</td><td>{{.Policy}}</td><td>{{.P.Scenario}}</td><td>{{.P.Seed}}</td><td><code>{{.P.ScenarioSHA256}}</code></td><td>{{.P.Version}}</td><td>{{.P.GoVersion}}</td></tr>
-{{end}}</table>
+<p class="lede">{{len .Groups}} polic{{if eq (len .Groups) 1}}y{{else}}ies{{end}}, {{len .Runs}} run(s){{if gt .MaxRuns 1}} ({{.MaxRuns}} seeds per policy){{end}}. Times are simulated time. Metric definitions: docs/metrics.md of gpusim.</p>
+{{if .Setups}}<h2>What was simulated</h2>
+{{range .Setups}}<div class="setup" id="setup-{{.Scenario}}">
+<div><h3>Cluster</h3><p>{{.Cluster}}</p><h3>Scenario</h3><p>{{.Scenario}}{{if .Seeds}}, seed{{if gt (len .Seeds) 1}}s{{end}} {{range $i, $s := .Seeds}}{{if $i}}, {{end}}{{$s}}{{end}}{{end}}</p></div>
+<div><h3>Workload</h3><p>{{.Workload}}</p></div>
+<div><h3>Policies</h3>{{range .Policies}}<p><b>{{.Label}}</b>{{if ne .Label .Name}} ({{.Name}}){{end}}{{if .Params}}</p><pre>{{.Params}}</pre>{{else}}: default parameters</p>{{end}}{{end}}</div>
+</div>
+{{end}}{{end}}<h2>Headline</h2>
+<p class="note">One row per policy{{if gt .MaxRuns 1}}: mean ± standard deviation over {{.MaxRuns}} seeds{{end}}. The best value of each column is highlighted; each column says which direction is better.</p>
+<div class="scroll"><table id="headline">
+<tr><th>policy</th><th>runs</th><th>jobs done</th>{{range .Metrics}}<th>{{.Title}}<small>{{.Dir}}</small></th>{{end}}</tr>
+{{range .Headline}}<tr><td class="policy"><span class="swatch" style="background:{{.Color}}"></span>{{.Policy}}</td><td class="num">{{.Runs}}</td><td class="num">{{.Done}}</td>{{range .Cells}}<td class="num{{if .Best}} best{{end}}">{{.Text}}</td>{{end}}</tr>
+{{end}}</table></div>
 <h2>Plots</h2>
 {{range .Figs}}<figure id="{{.Name}}">
 <figcaption>{{.Title}}</figcaption>
 {{.SVG}}
 </figure>
-{{end}}</body>
+{{end}}<h2>Every run</h2>
+<details><summary>Per-run summary table ({{len .Runs}} rows; also summary.csv and summary.md)</summary>
+<div class="scroll"><table>
+<tr>{{range .Columns}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range $i, $c := .}}<td{{if ge $i 4}} class="num"{{end}}>{{$c}}</td>{{end}}</tr>
+{{end}}</table></div></details>
+<details><summary>Provenance</summary>
+<div class="scroll"><table>
+<tr><th>run</th><th>policy</th><th>scenario</th><th>seed</th><th>scenario sha256</th><th>gpusim</th><th>go</th></tr>
+{{range .Prov}}<tr><td>{{.Run}}</td><td>{{.Policy}}</td><td>{{.P.Scenario}}</td><td>{{.P.Seed}}</td><td><code>{{printf "%.16s" .P.ScenarioSHA256}}…</code></td><td>{{.P.Version}}</td><td>{{.P.GoVersion}}</td></tr>
+{{end}}</table></div></details>
+</body>
 </html>
 `))
 
@@ -600,14 +669,49 @@ func (rep *Report) writeHTML(w io.Writer, figs []*Figure, svgs [][]byte) error {
 		Name, Title string
 		SVG         template.HTML
 	}
+	type metric struct{ Title, Dir string }
+	type cell struct {
+		Text string
+		Best bool
+	}
+	type hrow struct {
+		Policy, Color, Done string
+		Runs                int
+		Cells               []cell
+	}
 	data := struct {
 		Scenarios string
 		Runs      []*Run
+		Groups    []*Group
+		MaxRuns   int
+		Setups    []Setup
+		Metrics   []metric
+		Headline  []hrow
 		Columns   []string
 		Rows      [][]string
 		Prov      []prov
 		Figs      []fig
-	}{Scenarios: strings.Join(rep.scenarios(), ", "), Runs: rep.Runs, Columns: SummaryColumns, Rows: rep.rows()}
+	}{Scenarios: strings.Join(rep.scenarios(), ", "), Runs: rep.Runs, Groups: rep.Groups, Setups: rep.Setups,
+		Columns: SummaryColumns, Rows: rep.rows()}
+	for _, g := range rep.Groups {
+		data.MaxRuns = max(data.MaxRuns, len(g.Runs))
+	}
+	for _, m := range HeadlineMetrics {
+		d := "↓ lower is better"
+		if m.Better > 0 {
+			d = "↑ higher is better"
+		}
+		data.Metrics = append(data.Metrics, metric{m.Title, d})
+	}
+	for _, r := range Headline(rep.Groups) {
+		c := PolicyColor(r.Policy)
+		h := hrow{Policy: r.Policy, Runs: r.Runs, Color: fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B),
+			Done: fmt.Sprintf("%s / %s", sig0(r.Completed), sig0(r.Jobs))}
+		for k, m := range HeadlineMetrics {
+			h.Cells = append(h.Cells, cell{FormatCell(m, r.Cells[k]), r.Cells[k].Best})
+		}
+		data.Headline = append(data.Headline, h)
+	}
 	for i, r := range rep.Runs {
 		data.Prov = append(data.Prov, prov{rep.Labels[i], r.Summary.Policy, r.Summary.Provenance})
 	}

@@ -79,7 +79,7 @@ same order) regenerates the same summary.csv.`,
 	f.StringVarP(&opts.OutDir, "output", "o", "", "output directory (default out/<scenario name>-compare)")
 	f.StringArrayVar(&opts.Policies, "policy", nil, "compare only this policy (label or name; repeatable); unlisted names are added with default params")
 	f.StringArrayVar(&opts.Sets, "set", nil, "override a scenario field: path=value (repeatable)")
-	f.IntVar(&opts.Seeds, "seeds", 1, "number of seeds: S, S+1, ..., S+N-1 (S = the scenario seed)")
+	f.IntVar(&opts.Seeds, "seeds", DefaultCompareSeeds, "number of seeds: S, S+1, ..., S+N-1 (S = the scenario seed); the report shows mean ± standard deviation over them")
 	f.Int64Var(&opts.Seed, "seed", 0, "first seed S (default: the scenario's seed)")
 	f.IntVar(&opts.Parallel, "parallel", 0, "runs at once (default: CPU count)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors")
@@ -87,6 +87,10 @@ same order) regenerates the same summary.csv.`,
 	_ = cmd.RegisterFlagCompletionFunc("policy", completePolicies)
 	return cmd
 }
+
+// DefaultCompareSeeds is how many seeds compare runs when --seeds is not given:
+// enough for a spread (mean ± standard deviation) in the report.
+const DefaultCompareSeeds = 3
 
 // compareTask is one (seed, policy) run.
 type compareTask struct {
@@ -241,13 +245,13 @@ func runCompare(ctx context.Context, io *IO, opts *CompareOptions) error {
 		}
 		return nil
 	}
-	if err := reports.BuildReport(dirs, out); err != nil {
+	if err := buildReport(dirs, out); err != nil {
 		return RuntimeError(err)
 	}
 	if opts.Quiet {
 		return nil
 	}
-	printRunTable(io.Out, runs)
+	printCompareTable(io.Out, labels, runs, opts.Seeds)
 	fmt.Fprintf(io.Out, "runs in %s/seed-<seed>/<policy>/; report in %s\n", out, filepath.Join(out, "index.html"))
 	return nil
 }

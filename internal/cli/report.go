@@ -62,7 +62,7 @@ min-max in the headline bars. See docs/outputs.md.`,
 					nfill++
 				}
 			}
-			build := reports.BuildReport
+			build := buildReport
 			switch {
 			case nfill == len(dirs):
 				build = reports.BuildFillReport

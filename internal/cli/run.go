@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/reports"
 	"github.com/gpusim/gpusim/scenarios"
 	"github.com/gpusim/gpusim/sim"
 	"github.com/gpusim/gpusim/traces"
@@ -185,14 +186,37 @@ func runRun(ctx context.Context, io *IO, opts *RunOptions) error {
 }
 
 func printRunTable(w io.Writer, runs []scenarios.PolicyRun) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tjobs\tdone\twait mean s\twait p95 s\tJCT mean s\tslowdown mean\tGPU util\tmakespan s\tevents/s\t")
+	var groups []*reports.Group
+	var speed []string
 	for _, r := range runs {
-		s := r.Summary
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%.3f\t%.0f\t%.3g\t\n", r.Label, s.Jobs.Total, s.Jobs.Completed,
-			s.WaitS.Mean, s.WaitS.P95, s.JCTS.Mean, s.Slowdown.Mean, s.GPUUtilization, s.MakespanS, s.EventsPerSecond)
+		groups = append(groups, &reports.Group{Label: r.Label, Runs: []*reports.Run{{Summary: r.Summary}}})
+		speed = append(speed, fmt.Sprintf("%s %.3g", r.Label, r.Summary.EventsPerSecond))
 	}
-	tw.Flush()
+	reports.WriteHeadlineText(w, reports.Headline(groups))
+	fmt.Fprintf(w, "engine events/s: %s\n", strings.Join(speed, ", "))
+}
+
+// printCompareTable prints the headline table of a compare: one row per policy,
+// mean ± sd over the seeds.
+func printCompareTable(w io.Writer, labels []string, runs []scenarios.PolicyRun, seeds int) {
+	byLabel := map[string]*reports.Group{}
+	var groups []*reports.Group
+	for _, l := range labels {
+		g := &reports.Group{Label: l}
+		byLabel[l] = g
+		groups = append(groups, g)
+	}
+	for _, r := range runs {
+		l := r.Label
+		if i := strings.LastIndexByte(l, '/'); i >= 0 {
+			l = l[i+1:]
+		}
+		if g := byLabel[l]; g != nil {
+			g.Runs = append(g.Runs, &reports.Run{Summary: r.Summary})
+		}
+	}
+	fmt.Fprintf(w, "%d polic%s x %d seed%s\n", len(groups), map[bool]string{true: "y", false: "ies"}[len(groups) == 1], seeds, map[bool]string{true: "", false: "s"}[seeds == 1])
+	reports.WriteHeadlineText(w, reports.Headline(groups))
 }
 
 // progress draws one bar on a terminal's stderr for all policies of a run:
