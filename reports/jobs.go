@@ -52,13 +52,35 @@ func JobRows(res *sim.Result) []JobRow {
 	if res == nil {
 		return nil
 	}
-	rows := make([]JobRow, len(res.Jobs))
+	return appendJobRows(make([]JobRow, 0, len(res.Jobs)), res, 0, len(res.Jobs))
+}
+
+// jobRowChunk is how many job rows the streaming writers derive at a time.
+const jobRowChunk = 8192
+
+// forJobRowChunks calls fn with the job rows of res in JobRef order, at most
+// jobRowChunk at a time (one reused buffer: fn must not keep the slice), so
+// writers never hold every row in memory. It stops at fn's first error.
+func forJobRowChunks(res *sim.Result, fn func(rows []JobRow) error) error {
+	buf := make([]JobRow, 0, min(jobRowChunk, len(res.Jobs)))
+	for lo := 0; lo < len(res.Jobs); lo += jobRowChunk {
+		buf = appendJobRows(buf[:0], res, lo, min(lo+jobRowChunk, len(res.Jobs)))
+		if err := fn(buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendJobRows appends the rows of jobs [lo, hi) of res to rows.
+func appendJobRows(rows []JobRow, res *sim.Result, lo, hi int) []JobRow {
 	nan := math.NaN()
 	var sb strings.Builder
-	for i := range res.Jobs {
+	for i := lo; i < hi; i++ {
 		j := &res.Jobs[i]
 		sp := &j.Spec
-		r := &rows[i]
+		rows = append(rows, JobRow{})
+		r := &rows[len(rows)-1]
 		r.ID = string(sp.ID)
 		r.Submit = secs(int64(sp.Submit))
 		r.Start, r.End, r.Wait, r.JCT = nan, nan, nan, nan
@@ -123,6 +145,34 @@ func WriteJobsCSV(w io.Writer, rows []JobRow) error {
 	b := make([]byte, 0, 64<<10)
 	b = append(b, strings.Join(JobColumns, ",")...)
 	b = append(b, '\n')
+	b, err := appendJobsCSV(w, b, rows)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// writeJobsCSVOf writes the job rows of res as jobs.csv, deriving them a chunk at
+// a time; the bytes equal WriteJobsCSV(w, JobRows(res)).
+func writeJobsCSVOf(w io.Writer, res *sim.Result) error {
+	b := make([]byte, 0, 64<<10)
+	b = append(b, strings.Join(JobColumns, ",")...)
+	b = append(b, '\n')
+	err := forJobRowChunks(res, func(rows []JobRow) (err error) {
+		b, err = appendJobsCSV(w, b, rows)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// appendJobsCSV appends the CSV lines of rows to b, writing b to w (and
+// truncating it) whenever it passes 60 KiB; it returns the unwritten rest.
+func appendJobsCSV(w io.Writer, b []byte, rows []JobRow) ([]byte, error) {
 	for i := range rows {
 		r := &rows[i]
 		b = csvutil.AppendField(b, r.ID)
@@ -157,13 +207,12 @@ func WriteJobsCSV(w io.Writer, rows []JobRow) error {
 		b = append(b, '\n')
 		if len(b) > 60<<10 {
 			if _, err := w.Write(b); err != nil {
-				return err
+				return b, err
 			}
 			b = b[:0]
 		}
 	}
-	_, err := w.Write(b)
-	return err
+	return b, nil
 }
 
 // ParseJobsCSV parses jobs.csv text (as written by WriteJobsCSV); name is used in

@@ -154,36 +154,53 @@ func appendOptFloat(b *array.Float64Builder, x float64) {
 // WriteJobsParquet writes rows as jobs.parquet (columns JobColumns).
 func WriteJobsParquet(w io.Writer, rows []JobRow) error {
 	return writeParquet(w, jobsSchema, len(rows), func(b *array.RecordBuilder, lo, hi int) {
-		id := b.Field(0).(*array.StringBuilder)
-		f := func(i int) *array.Float64Builder { return b.Field(i).(*array.Float64Builder) }
-		i32 := func(i int) *array.Int32Builder { return b.Field(i).(*array.Int32Builder) }
-		str := func(i int) *array.StringBuilder { return b.Field(i).(*array.StringBuilder) }
-		for _, r := range rows[lo:hi] {
-			id.Append(r.ID)
-			f(1).Append(r.Submit)
-			appendOptFloat(f(2), r.Start)
-			appendOptFloat(f(3), r.End)
-			appendOptFloat(f(4), r.Wait)
-			appendOptFloat(f(5), r.JCT)
-			f(6).Append(r.Run)
-			f(7).Append(r.Estimate)
-			i32(8).Append(r.GPUs)
-			i32(9).Append(r.GPUsPerRe)
-			i32(10).Append(r.Replicas)
-			i32(11).Append(r.GPUMilli)
-			str(12).Append(r.Class)
-			str(13).Append(r.Queue)
-			str(14).Append(r.User)
-			i32(15).Append(r.Priority)
-			str(16).Append(r.State)
-			i32(17).Append(r.Preempt)
-			str(18).Append(r.Nodes)
-			str(19).Append(r.Span)
-			appendOptFloat(f(20), r.Speed)
-			f(21).Append(r.Wasted)
-			f(22).Append(r.Overhead)
+		appendJobsRecord(b, rows[lo:hi])
+	})
+}
+
+// writeJobsParquetOf writes the job rows of res as jobs.parquet, deriving them
+// jobRowChunk at a time; the bytes equal WriteJobsParquet(w, JobRows(res)).
+func writeJobsParquetOf(w io.Writer, res *sim.Result) error {
+	buf := make([]JobRow, 0, min(jobRowChunk, len(res.Jobs)))
+	return writeParquet(w, jobsSchema, len(res.Jobs), func(b *array.RecordBuilder, lo, hi int) {
+		for c := lo; c < hi; c += jobRowChunk {
+			buf = appendJobRows(buf[:0], res, c, min(c+jobRowChunk, hi))
+			appendJobsRecord(b, buf)
 		}
 	})
+}
+
+// appendJobsRecord appends rows to a record builder of jobsSchema.
+func appendJobsRecord(b *array.RecordBuilder, rows []JobRow) {
+	id := b.Field(0).(*array.StringBuilder)
+	f := func(i int) *array.Float64Builder { return b.Field(i).(*array.Float64Builder) }
+	i32 := func(i int) *array.Int32Builder { return b.Field(i).(*array.Int32Builder) }
+	str := func(i int) *array.StringBuilder { return b.Field(i).(*array.StringBuilder) }
+	for _, r := range rows {
+		id.Append(r.ID)
+		f(1).Append(r.Submit)
+		appendOptFloat(f(2), r.Start)
+		appendOptFloat(f(3), r.End)
+		appendOptFloat(f(4), r.Wait)
+		appendOptFloat(f(5), r.JCT)
+		f(6).Append(r.Run)
+		f(7).Append(r.Estimate)
+		i32(8).Append(r.GPUs)
+		i32(9).Append(r.GPUsPerRe)
+		i32(10).Append(r.Replicas)
+		i32(11).Append(r.GPUMilli)
+		str(12).Append(r.Class)
+		str(13).Append(r.Queue)
+		str(14).Append(r.User)
+		i32(15).Append(r.Priority)
+		str(16).Append(r.State)
+		i32(17).Append(r.Preempt)
+		str(18).Append(r.Nodes)
+		str(19).Append(r.Span)
+		appendOptFloat(f(20), r.Speed)
+		f(21).Append(r.Wasted)
+		f(22).Append(r.Overhead)
+	}
 }
 
 // WriteEventsParquet writes the event log of res as events.parquet.

@@ -21,9 +21,13 @@ const (
 	EventsFile     = "events.parquet"
 )
 
-// WriteRunDir writes summary.json, jobs.csv, jobs.parquet, timeseries.parquet and
-// events.parquet into dir (created if missing), each atomically. Equal inputs give
-// byte-identical files. A nil result or summary is an error.
+// WriteRunDir writes jobs.csv, jobs.parquet, timeseries.parquet and
+// events.parquet into dir (created if missing), concurrently and each atomically,
+// then summary.json, so a directory with a summary.json has all its files. Job
+// rows are derived and written a chunk at a time (no file is built whole in
+// memory). Equal inputs give byte-identical files whatever the scheduling. A nil
+// result or summary is an error; with several failures the error of the first
+// file in the order above is returned.
 func WriteRunDir(dir string, res *sim.Result, s *Summary) error {
 	if res == nil || s == nil {
 		return errors.New("write run dir: nil result or summary")
@@ -35,21 +39,15 @@ func WriteRunDir(dir string, res *sim.Result, s *Summary) error {
 	if err != nil {
 		return err
 	}
-	if err := fsutil.WriteBytesAtomic(filepath.Join(dir, SummaryFile), js); err != nil {
+	if err := writeAllAtomic(dir, []fileWriter{
+		{JobsCSVFile, func(w io.Writer) error { return writeJobsCSVOf(w, res) }},
+		{JobsFile, func(w io.Writer) error { return writeJobsParquetOf(w, res) }},
+		{TimeseriesFile, func(w io.Writer) error { return WriteTimeseriesParquet(w, res) }},
+		{EventsFile, func(w io.Writer) error { return WriteEventsParquet(w, res) }},
+	}); err != nil {
 		return err
 	}
-	rows := JobRows(res)
-	if err := fsutil.WriteFileAtomic(filepath.Join(dir, JobsCSVFile), func(w io.Writer) error { return WriteJobsCSV(w, rows) }); err != nil {
-		return err
-	}
-	if err := fsutil.WriteFileAtomic(filepath.Join(dir, JobsFile), func(w io.Writer) error { return WriteJobsParquet(w, rows) }); err != nil {
-		return err
-	}
-	rows = nil
-	if err := fsutil.WriteFileAtomic(filepath.Join(dir, TimeseriesFile), func(w io.Writer) error { return WriteTimeseriesParquet(w, res) }); err != nil {
-		return err
-	}
-	return fsutil.WriteFileAtomic(filepath.Join(dir, EventsFile), func(w io.Writer) error { return WriteEventsParquet(w, res) })
+	return fsutil.WriteBytesAtomic(filepath.Join(dir, SummaryFile), js)
 }
 
 // Run is a run directory read back.

@@ -109,9 +109,11 @@ func Run(ctx context.Context, s *Scenario, opts RunOptions) ([]PolicyRun, error)
 	if err := s.saveTo(opts.OutDir); err != nil {
 		return nil, err
 	}
+	shared := &sharedJobs{jobs: jobs, users: len(idx)}
+	jobs = nil
 	out := make([]PolicyRun, len(idx))
 	err = parallel(len(idx), opts.Parallel, func(k int) (err error) {
-		out[k], err = s.runOne(ctx, cluster, jobs, idx[k], opts)
+		out[k], err = s.runOne(ctx, cluster, shared, idx[k], opts)
 		return err
 	})
 	if err != nil {
@@ -120,18 +122,44 @@ func Run(ctx context.Context, s *Scenario, opts RunOptions) ([]PolicyRun, error)
 	return out, nil
 }
 
-func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, jobs []sim.JobSpec, i int, opts RunOptions) (PolicyRun, error) {
+// sharedJobs hands the workload to the policies of one Run and drops it once
+// each of them has built its engine (the engine keeps its own copy of every
+// spec), so the workload is not held twice in memory while the runs go on.
+type sharedJobs struct {
+	mu    sync.Mutex
+	jobs  []sim.JobSpec
+	users int // runs that have not called done yet
+}
+
+// get returns the workload; valid until this run calls done.
+func (sj *sharedJobs) get() []sim.JobSpec {
+	sj.mu.Lock()
+	defer sj.mu.Unlock()
+	return sj.jobs
+}
+
+// done says one run no longer needs the workload; the last one drops it.
+func (sj *sharedJobs) done() {
+	sj.mu.Lock()
+	defer sj.mu.Unlock()
+	if sj.users--; sj.users <= 0 {
+		sj.jobs = nil
+	}
+}
+
+func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, shared *sharedJobs, i int, opts RunOptions) (PolicyRun, error) {
 	pol, err := s.Policy(i)
 	if err != nil {
+		shared.done()
 		return PolicyRun{}, err
 	}
 	label := s.Policies[i].DisplayName()
 	cfg := s.Config()
 	if cfg.Speed, err = s.Speed(); err != nil {
+		shared.done()
 		return PolicyRun{}, err
 	}
 	cfg.Cluster = cluster
-	cfg.Jobs = jobs
 	cfg.Policy = pol
 	cfg.NoLog = opts.NoLog
 	if opts.Progress != nil {
@@ -141,7 +169,10 @@ func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, jobs []sim.
 	if opts.Now != nil {
 		t0 = opts.Now()
 	}
+	cfg.Jobs = shared.get()
 	e, err := sim.NewEngine(cfg)
+	cfg.Jobs = nil
+	shared.done()
 	if err != nil {
 		return PolicyRun{}, fmt.Errorf("policy %s: %w", label, err)
 	}

@@ -229,6 +229,10 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if !cfg.NoLog {
 		e.log = make([]Event, 0, 3*len(specs)+16)
 	}
+	// The specs now live in e.jobs; not keeping cfg.Jobs lets the caller's slice
+	// be collected while the run goes on (scenarios.Run drops it once every
+	// policy's engine is built).
+	e.cfg.Jobs = nil
 	return e, nil
 }
 
