@@ -10,8 +10,6 @@ import (
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/apache/arrow/go/v15/parquet"
-	"github.com/apache/arrow/go/v15/parquet/compress"
 	"github.com/apache/arrow/go/v15/parquet/file"
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 
@@ -105,18 +103,7 @@ func fieldNames(s *arrow.Schema) []string {
 // Dictionary encoding is used only for the low-cardinality string columns in
 // dictCols (it costs much time on unique values such as ids and timestamps).
 func writeParquet(w io.Writer, schema *arrow.Schema, n int, fill func(b *array.RecordBuilder, lo, hi int)) error {
-	opts := []parquet.WriterProperty{
-		parquet.WithCompression(compress.Codecs.Snappy),
-		parquet.WithMaxRowGroupLength(rowGroupRows),
-		parquet.WithCreatedBy(createdBy),
-		parquet.WithDictionaryDefault(false),
-	}
-	for _, f := range schema.Fields() {
-		if dictCols[f.Name] {
-			opts = append(opts, parquet.WithDictionaryFor(f.Name, true))
-		}
-	}
-	props := parquet.NewWriterProperties(opts...)
+	props := parquetProps(schema)
 	fw, err := pqarrow.NewFileWriter(schema, w, props, pqarrow.NewArrowWriterProperties())
 	if err != nil {
 		return fmt.Errorf("parquet writer: %w", err)
@@ -155,18 +142,6 @@ func appendOptFloat(b *array.Float64Builder, x float64) {
 func WriteJobsParquet(w io.Writer, rows []JobRow) error {
 	return writeParquet(w, jobsSchema, len(rows), func(b *array.RecordBuilder, lo, hi int) {
 		appendJobsRecord(b, rows[lo:hi])
-	})
-}
-
-// writeJobsParquetOf writes the job rows of res as jobs.parquet, deriving them
-// jobRowChunk at a time; the bytes equal WriteJobsParquet(w, JobRows(res)).
-func writeJobsParquetOf(w io.Writer, res *sim.Result) error {
-	buf := make([]JobRow, 0, min(jobRowChunk, len(res.Jobs)))
-	return writeParquet(w, jobsSchema, len(res.Jobs), func(b *array.RecordBuilder, lo, hi int) {
-		for c := lo; c < hi; c += jobRowChunk {
-			buf = appendJobRows(buf[:0], res, c, min(c+jobRowChunk, hi))
-			appendJobsRecord(b, buf)
-		}
 	})
 }
 

@@ -43,7 +43,7 @@ func WriteRunDir(dir string, res *sim.Result, s *Summary) error {
 		{JobsCSVFile, func(w io.Writer) error { return writeJobsCSVOf(w, res) }},
 		{JobsFile, func(w io.Writer) error { return writeJobsParquetOf(w, res) }},
 		{TimeseriesFile, func(w io.Writer) error { return WriteTimeseriesParquet(w, res) }},
-		{EventsFile, func(w io.Writer) error { return WriteEventsParquet(w, res) }},
+		{EventsFile, func(w io.Writer) error { return writeEventsParquetColumns(w, res) }},
 	}); err != nil {
 		return err
 	}

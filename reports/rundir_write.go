@@ -3,6 +3,7 @@ package reports
 import (
 	"io"
 	"path/filepath"
+	"runtime"
 	"sync"
 
 	"github.com/gpusim/gpusim/internal/fsutil"
@@ -16,17 +17,26 @@ type fileWriter struct {
 }
 
 // writeAllAtomic writes every file of files into dir with fsutil.WriteFileAtomic,
-// all at once (one goroutine each), and waits for all of them. Each file's bytes
-// depend only on its own writer, so the result does not depend on scheduling.
-// It returns the error of the first file (in files order) that failed.
+// at most GOMAXPROCS at a time (each file's writer holds one row group in
+// memory, so more at once than there are CPUs would only add memory), taking
+// them in files order, and waits for all of them. Each file's bytes depend only
+// on its own writer, so the result does not depend on scheduling. It returns
+// the error of the first file (in files order) that failed.
 func writeAllAtomic(dir string, files []fileWriter) error {
 	errs := make([]error, len(files))
+	next := make(chan int, len(files))
+	for i := range files {
+		next <- i
+	}
+	close(next)
 	var wg sync.WaitGroup
-	for i, f := range files {
+	for range min(len(files), max(runtime.GOMAXPROCS(0), 1)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = fsutil.WriteFileAtomic(filepath.Join(dir, f.name), f.write)
+			for i := range next {
+				errs[i] = fsutil.WriteFileAtomic(filepath.Join(dir, files[i].name), files[i].write)
+			}
 		}()
 	}
 	wg.Wait()
