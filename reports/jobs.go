@@ -137,7 +137,49 @@ func appendSecs(b []byte, x float64) []byte {
 	if math.IsNaN(x) {
 		return b
 	}
+	if us, ok := wholeMicros(x); ok {
+		return appendMicros(b, us)
+	}
 	return strconv.AppendFloat(b, x, 'f', -1, 64)
+}
+
+// wholeMicros reports whether x is float64(us)/1e6 for an integer us (as every
+// time and duration of a job row is: secs of sim's microseconds) with 0 < |x| <
+// 2^32 s. There a float64's spacing is under 1e-6, so no other decimal of at
+// most six places rounds to x and the exact decimal us/10^6 is the shortest one
+// that does: the text strconv.AppendFloat(x, 'f', -1) writes, which
+// appendMicros writes without the float formatting.
+func wholeMicros(x float64) (int64, bool) {
+	if !(math.Abs(x) < 1<<32) || x == 0 {
+		return 0, false
+	}
+	us := int64(math.Round(x * 1e6))
+	return us, float64(us)/1e6 == x
+}
+
+// appendMicros appends us/10^6 in decimal without trailing fractional zeros
+// (and without a point for whole seconds).
+func appendMicros(b []byte, us int64) []byte {
+	if us < 0 {
+		b = append(b, '-')
+		us = -us
+	}
+	b = strconv.AppendInt(b, us/1e6, 10)
+	frac := us % 1e6
+	if frac == 0 {
+		return b
+	}
+	var d [7]byte
+	d[0] = '.'
+	for i := 6; i >= 1; i-- {
+		d[i] = byte('0' + frac%10)
+		frac /= 10
+	}
+	n := 7
+	for d[n-1] == '0' {
+		n--
+	}
+	return append(b, d[:n]...)
 }
 
 // WriteJobsCSV writes rows as jobs.csv (header line, "\n" line ends).

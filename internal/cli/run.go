@@ -138,6 +138,7 @@ func classifyRunError(err error) error {
 }
 
 func runRun(ctx context.Context, io *IO, opts *RunOptions) error {
+	tuneGC()
 	var seed *int64
 	if opts.SeedSet {
 		if opts.Seed < 0 {
