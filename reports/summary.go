@@ -200,11 +200,12 @@ func (a *acc) group(totalH float64) GroupSummary {
 
 // gpuHours returns, per job, the GPU-hours held over all its runs (from the event
 // log; the last run only without one), the wasted GPU-hours (sim.Job.Wasted) and
-// the delays from each preemption or suspension to the next start, in seconds.
-func gpuHours(res *sim.Result) (held, wasted []float64, requeue [][]float64) {
+// the delays from each preemption or suspension to the next start, in seconds
+// (only jobs that have any are in the map).
+func gpuHours(res *sim.Result) (held, wasted []float64, requeue map[sim.JobRef][]float64) {
 	held = make([]float64, len(res.Jobs))
 	wasted = make([]float64, len(res.Jobs))
-	requeue = make([][]float64, len(res.Jobs))
+	requeue = map[sim.JobRef][]float64{}
 	perH := func(j *sim.Job) float64 { return float64(j.Spec.GPUDemandMilli()) / 1000 / 3600 }
 	for i := range res.Jobs {
 		wasted[i] = res.Jobs[i].Wasted.Seconds() * perH(&res.Jobs[i])
@@ -297,8 +298,8 @@ func SummarizeWith(res *sim.Result, prov Provenance, wall time.Duration, price P
 	c := &s.Jobs
 	held, wasted, requeue := gpuHours(res)
 	n := len(res.Jobs)
-	sc := &summaryScratch{res: res, held: held, wasted: wasted, requeue: requeue,
-		cost: make([]float64, n), gid: make([]int32, n), perm: make([]int32, n),
+	sc := &summaryScratch{res: res, held: held, wasted: wasted, requeue: requeue, price: price,
+		gid: make([]int32, n), perm: make([]int32, n),
 		wait: make([]float64, 0, n), jct: make([]float64, 0, n), sd: make([]float64, 0, n)}
 	var totalH float64
 	for i := range res.Jobs {
@@ -321,7 +322,6 @@ func SummarizeWith(res *sim.Result, prov Provenance, wall time.Duration, price P
 		if j.FirstStart == sim.Never {
 			c.NeverStarted++
 		}
-		sc.cost[i] = held[i] * price.of(res, j)
 	}
 	c.Unfinished = c.Running + c.Pending
 	for i := range sc.perm {

@@ -8,12 +8,13 @@ import (
 // for every group, so summarising a run needs a few slices of its job count
 // instead of copies of every metric per grouping.
 type summaryScratch struct {
-	res                *sim.Result
-	held, wasted, cost []float64   // per job: GPU-hours held, wasted, priced
-	requeue            [][]float64 // per job: requeue delays (s)
-	gid                []int32     // per job: its group in the current grouping
-	perm               []int32     // job indexes ordered by group, then index
-	wait, jct, sd, rq  []float64   // the values of one group
+	res               *sim.Result
+	held, wasted      []float64                // per job: GPU-hours held and wasted
+	requeue           map[sim.JobRef][]float64 // per job with any: requeue delays (s)
+	price             Prices
+	gid               []int32   // per job: its group in the current grouping
+	perm              []int32   // job indexes ordered by group, then index
+	wait, jct, sd, rq []float64 // the values of one group
 }
 
 // collect fills the value buffers with the metrics of jobs (in that order) and
@@ -39,8 +40,10 @@ func (s *summaryScratch) collect(jobs []int32) acc {
 		a.preempt += int(j.Preempted)
 		a.gpuH += s.held[i]
 		a.wastedH += s.wasted[i]
-		a.cost += s.cost[i]
-		s.rq = append(s.rq, s.requeue[i]...)
+		a.cost += s.held[i] * s.price.of(s.res, j)
+		if d, ok := s.requeue[sim.JobRef(i)]; ok {
+			s.rq = append(s.rq, d...)
+		}
 	}
 	a.wait, a.jct, a.sd, a.requeue = s.wait, s.jct, s.sd, s.rq
 	return a

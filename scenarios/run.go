@@ -186,15 +186,16 @@ func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, shared *sha
 	}
 	res.Policy = label
 	prov := reports.Provenance{Version: opts.Version, GoVersion: runtime.Version(), Seed: s.SeedValue(), Scenario: s.Name, ScenarioSHA256: s.hash}
-	sum := reports.SummarizeWith(res, prov, wall, s.Prices())
-	pr := PolicyRun{Label: label, Result: res, Summary: sum, Wall: wall}
-	if opts.OutDir != "" {
-		pr.Dir = filepath.Join(opts.OutDir, label)
-		if err := reports.WriteRunDir(pr.Dir, res, sum); err != nil {
-			return pr, err
-		}
+	summarize := func() *reports.Summary { return reports.SummarizeWith(res, prov, wall, s.Prices()) }
+	pr := PolicyRun{Label: label, Result: res, Wall: wall}
+	if opts.OutDir == "" {
+		pr.Summary = summarize()
+		return pr, nil
 	}
-	return pr, nil
+	pr.Dir = filepath.Join(opts.OutDir, label)
+	// The summary is computed while the data files are written.
+	pr.Summary, err = reports.WriteRunDirFunc(pr.Dir, res, summarize)
+	return pr, err
 }
 
 // saveTo writes dir/scenario.yaml (creating dir); nothing when dir is "".
