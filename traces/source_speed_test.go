@@ -34,7 +34,9 @@ func TestJobChunksFlatten(t *testing.T) {
 // SortJobs orders by (Submit, ID) and keeps equal keys in input order, whether
 // the input is already sorted (only checked) or not.
 func TestSortJobsStable(t *testing.T) {
-	mk := func(id string, s sim.Time, q string) sim.JobSpec { return sim.JobSpec{ID: sim.JobID(id), Submit: s, Queue: q} }
+	mk := func(id string, s sim.Time, q string) sim.JobSpec {
+		return sim.JobSpec{ID: sim.JobID(id), Submit: s, Queue: q}
+	}
 	jobs := []sim.JobSpec{mk("b", 2, ""), mk("a", 2, "first"), mk("a", 2, "second"), mk("c", 1, "")}
 	SortJobs(jobs)
 	var got []string
