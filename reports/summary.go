@@ -299,8 +299,7 @@ func SummarizeWith(res *sim.Result, prov Provenance, wall time.Duration, price P
 	held, wasted, requeue := gpuHours(res)
 	n := len(res.Jobs)
 	sc := &summaryScratch{res: res, held: held, wasted: wasted, requeue: requeue, price: price,
-		gid: make([]int32, n), perm: make([]int32, n),
-		wait: make([]float64, 0, n), jct: make([]float64, 0, n), sd: make([]float64, 0, n)}
+		gid: make([]int32, n), wait: make([]float64, 0, n), jct: make([]float64, 0, n), sd: make([]float64, 0, n)}
 	var totalH float64
 	for i := range res.Jobs {
 		j := &res.Jobs[i]
@@ -324,10 +323,7 @@ func SummarizeWith(res *sim.Result, prov Provenance, wall time.Duration, price P
 		}
 	}
 	c.Unfinished = c.Running + c.Pending
-	for i := range sc.perm {
-		sc.perm[i] = int32(i)
-	}
-	all := sc.collect(sc.perm)
+	all := sc.all()
 	s.WaitS = ComputeStats(all.wait)
 	s.JCTS = ComputeStats(all.jct)
 	s.Slowdown = ComputeStats(all.sd)
