@@ -98,9 +98,16 @@ var jobColumns = [...]func(b array.Builder, rows []JobRow){
 	f64Col(func(r *JobRow) float64 { return r.Overhead }),
 }
 
+// strCol reserves the column's bytes first: letting the value buffer grow by
+// doubling would copy it and leave the smaller copies as garbage.
 func strCol(get func(*JobRow) string) func(array.Builder, []JobRow) {
 	return func(b array.Builder, rows []JobRow) {
 		sb := b.(*array.StringBuilder)
+		n := 0
+		for i := range rows {
+			n += len(get(&rows[i]))
+		}
+		sb.ReserveData(n)
 		for i := range rows {
 			sb.Append(get(&rows[i]))
 		}
@@ -170,11 +177,23 @@ func writeEventsParquetColumns(w io.Writer, res *sim.Result) error {
 			}
 		case 3: // kind
 			sb := b.(*array.StringBuilder)
+			n := 0
+			for i := range evs {
+				n += len(evs[i].Kind.String())
+			}
+			sb.ReserveData(n)
 			for i := range evs {
 				sb.Append(evs[i].Kind.String())
 			}
 		case 4: // job_id
 			sb := b.(*array.StringBuilder)
+			n := 0
+			for i := range evs {
+				if j := evs[i].Job; j >= 0 && int(j) < len(res.Jobs) {
+					n += len(res.Jobs[j].Spec.ID)
+				}
+			}
+			sb.ReserveData(n)
 			for i := range evs {
 				if j := evs[i].Job; j >= 0 && int(j) < len(res.Jobs) {
 					sb.Append(string(res.Jobs[j].Spec.ID))
@@ -189,6 +208,11 @@ func writeEventsParquetColumns(w io.Writer, res *sim.Result) error {
 			}
 		case 6: // detail
 			sb := b.(*array.StringBuilder)
+			n := 0
+			for i := range evs {
+				n += len(EventDetail(&evs[i]))
+			}
+			sb.ReserveData(n)
 			for i := range evs {
 				sb.Append(EventDetail(&evs[i]))
 			}
