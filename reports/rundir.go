@@ -21,8 +21,8 @@ const (
 	EventsFile     = "events.parquet"
 )
 
-// WriteRunDir writes jobs.csv, jobs.parquet, timeseries.parquet and
-// events.parquet into dir (created if missing), concurrently and each atomically,
+// WriteRunDir writes jobs.csv, timeseries.parquet, events.parquet and
+// jobs.parquet into dir (created if missing), concurrently and each atomically,
 // then summary.json, so a directory with a summary.json has all its files. Job
 // rows are derived and written a chunk at a time (no file is built whole in
 // memory). Equal inputs give byte-identical files whatever the scheduling. A nil
