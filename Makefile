@@ -36,8 +36,9 @@ race: ## tests under the race detector (slower)
 bench: ## quick benchmarks (small sizes)
 	$(GO) test -run '^$$' -bench . -benchtime 1x -benchmem -short $(PKGS)
 
-bench-full: ## the issue-sized benchmarks (1M jobs on 10,240 GPUs; ~1 min)
+bench-full: ## the issue-sized benchmarks (1M jobs on 10,240 GPUs, engine and whole `gpusim run`; ~2 min)
 	$(GO) test -run '^$$' -bench 'BenchmarkRun/' -benchtime 1x -benchmem ./scenarios
+	$(GO) test -run '^$$' -bench 'BenchmarkRunCommand1M' -benchtime 3x ./internal/cli
 
 demo: build ## run the embedded demo scenario (no external files) into out/demo
 	$(BIN) run --demo -o out/demo

@@ -52,13 +52,35 @@ func JobRows(res *sim.Result) []JobRow {
 	if res == nil {
 		return nil
 	}
-	rows := make([]JobRow, len(res.Jobs))
+	return appendJobRows(make([]JobRow, 0, len(res.Jobs)), res, 0, len(res.Jobs))
+}
+
+// jobRowChunk is how many job rows the streaming writers derive at a time.
+const jobRowChunk = 8192
+
+// forJobRowChunks calls fn with the job rows of res in JobRef order, at most
+// jobRowChunk at a time (one reused buffer: fn must not keep the slice), so
+// writers never hold every row in memory. It stops at fn's first error.
+func forJobRowChunks(res *sim.Result, fn func(rows []JobRow) error) error {
+	buf := make([]JobRow, 0, min(jobRowChunk, len(res.Jobs)))
+	for lo := 0; lo < len(res.Jobs); lo += jobRowChunk {
+		buf = appendJobRows(buf[:0], res, lo, min(lo+jobRowChunk, len(res.Jobs)))
+		if err := fn(buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendJobRows appends the rows of jobs [lo, hi) of res to rows.
+func appendJobRows(rows []JobRow, res *sim.Result, lo, hi int) []JobRow {
 	nan := math.NaN()
 	var sb strings.Builder
-	for i := range res.Jobs {
+	for i := lo; i < hi; i++ {
 		j := &res.Jobs[i]
 		sp := &j.Spec
-		r := &rows[i]
+		rows = append(rows, JobRow{})
+		r := &rows[len(rows)-1]
 		r.ID = string(sp.ID)
 		r.Submit = secs(int64(sp.Submit))
 		r.Start, r.End, r.Wait, r.JCT = nan, nan, nan, nan
@@ -115,7 +137,49 @@ func appendSecs(b []byte, x float64) []byte {
 	if math.IsNaN(x) {
 		return b
 	}
+	if us, ok := wholeMicros(x); ok {
+		return appendMicros(b, us)
+	}
 	return strconv.AppendFloat(b, x, 'f', -1, 64)
+}
+
+// wholeMicros reports whether x is float64(us)/1e6 for an integer us (as every
+// time and duration of a job row is: secs of sim's microseconds) with 0 < |x| <
+// 2^32 s. There a float64's spacing is under 1e-6, so no other decimal of at
+// most six places rounds to x and the exact decimal us/10^6 is the shortest one
+// that does: the text strconv.AppendFloat(x, 'f', -1) writes, which
+// appendMicros writes without the float formatting.
+func wholeMicros(x float64) (int64, bool) {
+	if !(math.Abs(x) < 1<<32) || x == 0 {
+		return 0, false
+	}
+	us := int64(math.Round(x * 1e6))
+	return us, float64(us)/1e6 == x
+}
+
+// appendMicros appends us/10^6 in decimal without trailing fractional zeros
+// (and without a point for whole seconds).
+func appendMicros(b []byte, us int64) []byte {
+	if us < 0 {
+		b = append(b, '-')
+		us = -us
+	}
+	b = strconv.AppendInt(b, us/1e6, 10)
+	frac := us % 1e6
+	if frac == 0 {
+		return b
+	}
+	var d [7]byte
+	d[0] = '.'
+	for i := 6; i >= 1; i-- {
+		d[i] = byte('0' + frac%10)
+		frac /= 10
+	}
+	n := 7
+	for d[n-1] == '0' {
+		n--
+	}
+	return append(b, d[:n]...)
 }
 
 // WriteJobsCSV writes rows as jobs.csv (header line, "\n" line ends).
@@ -123,6 +187,34 @@ func WriteJobsCSV(w io.Writer, rows []JobRow) error {
 	b := make([]byte, 0, 64<<10)
 	b = append(b, strings.Join(JobColumns, ",")...)
 	b = append(b, '\n')
+	b, err := appendJobsCSV(w, b, rows)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// writeJobsCSVOf writes the job rows of res as jobs.csv, deriving them a chunk at
+// a time; the bytes equal WriteJobsCSV(w, JobRows(res)).
+func writeJobsCSVOf(w io.Writer, res *sim.Result) error {
+	b := make([]byte, 0, 64<<10)
+	b = append(b, strings.Join(JobColumns, ",")...)
+	b = append(b, '\n')
+	err := forJobRowChunks(res, func(rows []JobRow) (err error) {
+		b, err = appendJobsCSV(w, b, rows)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// appendJobsCSV appends the CSV lines of rows to b, writing b to w (and
+// truncating it) whenever it passes 60 KiB; it returns the unwritten rest.
+func appendJobsCSV(w io.Writer, b []byte, rows []JobRow) ([]byte, error) {
 	for i := range rows {
 		r := &rows[i]
 		b = csvutil.AppendField(b, r.ID)
@@ -157,13 +249,12 @@ func WriteJobsCSV(w io.Writer, rows []JobRow) error {
 		b = append(b, '\n')
 		if len(b) > 60<<10 {
 			if _, err := w.Write(b); err != nil {
-				return err
+				return b, err
 			}
 			b = b[:0]
 		}
 	}
-	_, err := w.Write(b)
-	return err
+	return b, nil
 }
 
 // ParseJobsCSV parses jobs.csv text (as written by WriteJobsCSV); name is used in

@@ -10,8 +10,6 @@ import (
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/apache/arrow/go/v15/parquet"
-	"github.com/apache/arrow/go/v15/parquet/compress"
 	"github.com/apache/arrow/go/v15/parquet/file"
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 
@@ -105,18 +103,7 @@ func fieldNames(s *arrow.Schema) []string {
 // Dictionary encoding is used only for the low-cardinality string columns in
 // dictCols (it costs much time on unique values such as ids and timestamps).
 func writeParquet(w io.Writer, schema *arrow.Schema, n int, fill func(b *array.RecordBuilder, lo, hi int)) error {
-	opts := []parquet.WriterProperty{
-		parquet.WithCompression(compress.Codecs.Snappy),
-		parquet.WithMaxRowGroupLength(rowGroupRows),
-		parquet.WithCreatedBy(createdBy),
-		parquet.WithDictionaryDefault(false),
-	}
-	for _, f := range schema.Fields() {
-		if dictCols[f.Name] {
-			opts = append(opts, parquet.WithDictionaryFor(f.Name, true))
-		}
-	}
-	props := parquet.NewWriterProperties(opts...)
+	props := parquetProps(schema)
 	fw, err := pqarrow.NewFileWriter(schema, w, props, pqarrow.NewArrowWriterProperties())
 	if err != nil {
 		return fmt.Errorf("parquet writer: %w", err)
@@ -154,36 +141,41 @@ func appendOptFloat(b *array.Float64Builder, x float64) {
 // WriteJobsParquet writes rows as jobs.parquet (columns JobColumns).
 func WriteJobsParquet(w io.Writer, rows []JobRow) error {
 	return writeParquet(w, jobsSchema, len(rows), func(b *array.RecordBuilder, lo, hi int) {
-		id := b.Field(0).(*array.StringBuilder)
-		f := func(i int) *array.Float64Builder { return b.Field(i).(*array.Float64Builder) }
-		i32 := func(i int) *array.Int32Builder { return b.Field(i).(*array.Int32Builder) }
-		str := func(i int) *array.StringBuilder { return b.Field(i).(*array.StringBuilder) }
-		for _, r := range rows[lo:hi] {
-			id.Append(r.ID)
-			f(1).Append(r.Submit)
-			appendOptFloat(f(2), r.Start)
-			appendOptFloat(f(3), r.End)
-			appendOptFloat(f(4), r.Wait)
-			appendOptFloat(f(5), r.JCT)
-			f(6).Append(r.Run)
-			f(7).Append(r.Estimate)
-			i32(8).Append(r.GPUs)
-			i32(9).Append(r.GPUsPerRe)
-			i32(10).Append(r.Replicas)
-			i32(11).Append(r.GPUMilli)
-			str(12).Append(r.Class)
-			str(13).Append(r.Queue)
-			str(14).Append(r.User)
-			i32(15).Append(r.Priority)
-			str(16).Append(r.State)
-			i32(17).Append(r.Preempt)
-			str(18).Append(r.Nodes)
-			str(19).Append(r.Span)
-			appendOptFloat(f(20), r.Speed)
-			f(21).Append(r.Wasted)
-			f(22).Append(r.Overhead)
-		}
+		appendJobsRecord(b, rows[lo:hi])
 	})
+}
+
+// appendJobsRecord appends rows to a record builder of jobsSchema.
+func appendJobsRecord(b *array.RecordBuilder, rows []JobRow) {
+	id := b.Field(0).(*array.StringBuilder)
+	f := func(i int) *array.Float64Builder { return b.Field(i).(*array.Float64Builder) }
+	i32 := func(i int) *array.Int32Builder { return b.Field(i).(*array.Int32Builder) }
+	str := func(i int) *array.StringBuilder { return b.Field(i).(*array.StringBuilder) }
+	for _, r := range rows {
+		id.Append(r.ID)
+		f(1).Append(r.Submit)
+		appendOptFloat(f(2), r.Start)
+		appendOptFloat(f(3), r.End)
+		appendOptFloat(f(4), r.Wait)
+		appendOptFloat(f(5), r.JCT)
+		f(6).Append(r.Run)
+		f(7).Append(r.Estimate)
+		i32(8).Append(r.GPUs)
+		i32(9).Append(r.GPUsPerRe)
+		i32(10).Append(r.Replicas)
+		i32(11).Append(r.GPUMilli)
+		str(12).Append(r.Class)
+		str(13).Append(r.Queue)
+		str(14).Append(r.User)
+		i32(15).Append(r.Priority)
+		str(16).Append(r.State)
+		i32(17).Append(r.Preempt)
+		str(18).Append(r.Nodes)
+		str(19).Append(r.Span)
+		appendOptFloat(f(20), r.Speed)
+		f(21).Append(r.Wasted)
+		f(22).Append(r.Overhead)
+	}
 }
 
 // WriteEventsParquet writes the event log of res as events.parquet.

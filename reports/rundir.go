@@ -21,35 +21,55 @@ const (
 	EventsFile     = "events.parquet"
 )
 
-// WriteRunDir writes summary.json, jobs.csv, jobs.parquet, timeseries.parquet and
-// events.parquet into dir (created if missing), each atomically. Equal inputs give
-// byte-identical files. A nil result or summary is an error.
+// WriteRunDir writes jobs.csv, timeseries.parquet, events.parquet and
+// jobs.parquet into dir (created if missing), concurrently and each atomically,
+// then summary.json, so a directory with a summary.json has all its files. Job
+// rows are derived and written a chunk at a time (no file is built whole in
+// memory). Equal inputs give byte-identical files whatever the scheduling. A nil
+// result or summary is an error; with several failures the error of the first
+// file in the order above is returned.
 func WriteRunDir(dir string, res *sim.Result, s *Summary) error {
-	if res == nil || s == nil {
+	if s == nil {
 		return errors.New("write run dir: nil result or summary")
 	}
+	_, err := WriteRunDirFunc(dir, res, func() *Summary { return s })
+	return err
+}
+
+// WriteRunDirFunc is WriteRunDir with the summary computed by summarize while the
+// data files are written (on the same bounded set of goroutines, summarize
+// first); it returns that summary. summarize must not write to res.
+func WriteRunDirFunc(dir string, res *sim.Result, summarize func() *Summary) (*Summary, error) {
+	if res == nil || summarize == nil {
+		return nil, errors.New("write run dir: nil result or summary")
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create run dir: %w", err)
+		return nil, fmt.Errorf("create run dir: %w", err)
 	}
-	js, err := MarshalSummary(s)
+	var s *Summary
+	var js []byte
+	files := func(name string, write func(w io.Writer) error) func() error {
+		return func() error { return fsutil.WriteFileAtomic(filepath.Join(dir, name), write) }
+	}
+	err := runTasks([]func() error{
+		func() (err error) {
+			if s = summarize(); s == nil {
+				return errors.New("write run dir: nil result or summary")
+			}
+			js, err = MarshalSummary(s)
+			return err
+		},
+		// Light tasks first, so the summary overlaps them rather than the
+		// row-group buffers of jobs.parquet (the largest writer).
+		files(JobsCSVFile, func(w io.Writer) error { return writeJobsCSVOf(w, res) }),
+		files(TimeseriesFile, func(w io.Writer) error { return WriteTimeseriesParquet(w, res) }),
+		files(EventsFile, func(w io.Writer) error { return writeEventsParquetColumns(w, res) }),
+		files(JobsFile, func(w io.Writer) error { return writeJobsParquetOf(w, res) }),
+	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := fsutil.WriteBytesAtomic(filepath.Join(dir, SummaryFile), js); err != nil {
-		return err
-	}
-	rows := JobRows(res)
-	if err := fsutil.WriteFileAtomic(filepath.Join(dir, JobsCSVFile), func(w io.Writer) error { return WriteJobsCSV(w, rows) }); err != nil {
-		return err
-	}
-	if err := fsutil.WriteFileAtomic(filepath.Join(dir, JobsFile), func(w io.Writer) error { return WriteJobsParquet(w, rows) }); err != nil {
-		return err
-	}
-	rows = nil
-	if err := fsutil.WriteFileAtomic(filepath.Join(dir, TimeseriesFile), func(w io.Writer) error { return WriteTimeseriesParquet(w, res) }); err != nil {
-		return err
-	}
-	return fsutil.WriteFileAtomic(filepath.Join(dir, EventsFile), func(w io.Writer) error { return WriteEventsParquet(w, res) })
+	return s, fsutil.WriteBytesAtomic(filepath.Join(dir, SummaryFile), js)
 }
 
 // Run is a run directory read back.

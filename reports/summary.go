@@ -180,24 +180,11 @@ func BoundedSlowdown(jct, run sim.Duration) float64 {
 	return max(1, float64(jct)/float64(d))
 }
 
+// acc is one group's figures (see summaryScratch.collect).
 type acc struct {
 	jobs, completed, preempt int
 	wait, jct, sd, requeue   []float64
 	gpuH, wastedH, cost      float64
-}
-
-func (a *acc) add(m JobMetrics, completed bool) {
-	a.jobs++
-	if completed {
-		a.completed++
-	}
-	if m.HasWait {
-		a.wait = append(a.wait, m.Wait)
-	}
-	if m.HasJCT {
-		a.jct = append(a.jct, m.JCT)
-		a.sd = append(a.sd, m.Slowdown)
-	}
 }
 
 func (a *acc) group(totalH float64) GroupSummary {
@@ -213,11 +200,12 @@ func (a *acc) group(totalH float64) GroupSummary {
 
 // gpuHours returns, per job, the GPU-hours held over all its runs (from the event
 // log; the last run only without one), the wasted GPU-hours (sim.Job.Wasted) and
-// the delays from each preemption or suspension to the next start, in seconds.
-func gpuHours(res *sim.Result) (held, wasted []float64, requeue [][]float64) {
+// the delays from each preemption or suspension to the next start, in seconds
+// (only jobs that have any are in the map).
+func gpuHours(res *sim.Result) (held, wasted []float64, requeue map[sim.JobRef][]float64) {
 	held = make([]float64, len(res.Jobs))
 	wasted = make([]float64, len(res.Jobs))
-	requeue = make([][]float64, len(res.Jobs))
+	requeue = map[sim.JobRef][]float64{}
 	perH := func(j *sim.Job) float64 { return float64(j.Spec.GPUDemandMilli()) / 1000 / 3600 }
 	for i := range res.Jobs {
 		wasted[i] = res.Jobs[i].Wasted.Seconds() * perH(&res.Jobs[i])
@@ -307,21 +295,11 @@ func SummarizeWith(res *sim.Result, prov Provenance, wall time.Duration, price P
 		return s
 	}
 	s.Policy = res.Policy
-	var all acc
-	classes := map[string]*acc{}
-	queues := map[string]*acc{}
-	users := map[string]*acc{}
-	teams := map[string]*acc{}
-	get := func(m map[string]*acc, k string) *acc {
-		a := m[k]
-		if a == nil {
-			a = &acc{}
-			m[k] = a
-		}
-		return a
-	}
 	c := &s.Jobs
 	held, wasted, requeue := gpuHours(res)
+	n := len(res.Jobs)
+	sc := &summaryScratch{res: res, held: held, wasted: wasted, requeue: requeue, price: price,
+		gid: make([]int32, n), wait: make([]float64, 0, n), jct: make([]float64, 0, n), sd: make([]float64, 0, n)}
 	var totalH float64
 	for i := range res.Jobs {
 		j := &res.Jobs[i]
@@ -343,37 +321,19 @@ func SummarizeWith(res *sim.Result, prov Provenance, wall time.Duration, price P
 		if j.FirstStart == sim.Never {
 			c.NeverStarted++
 		}
-		m := MetricsOf(j)
-		done := j.State == sim.StateCompleted
-		all.add(m, done)
-		cost := held[i] * price.of(res, j)
-		for _, a := range []*acc{get(classes, classOf(j.Spec.Class)), get(queues, QueueName(j.Spec.Queue)), get(users, UserName(j.Spec.User)), get(teams, UserName(j.Spec.Team))} {
-			a.add(m, done)
-			a.preempt += int(j.Preempted)
-			a.gpuH += held[i]
-			a.wastedH += wasted[i]
-			a.cost += cost
-			a.requeue = append(a.requeue, requeue[i]...)
-		}
 	}
 	c.Unfinished = c.Running + c.Pending
+	all := sc.all()
 	s.WaitS = ComputeStats(all.wait)
 	s.JCTS = ComputeStats(all.jct)
 	s.Slowdown = ComputeStats(all.sd)
-	for k, a := range classes {
-		s.Classes[k] = a.group(totalH)
-	}
-	for k, a := range queues {
-		s.PerQueue[k] = a.group(totalH)
-	}
-	for k, a := range users {
-		s.PerUser[k] = a.group(totalH)
-	}
-	for k, a := range teams {
-		s.PerTeam[k] = a.group(totalH)
-	}
-	s.Fairness.JainUsers = round(jainOfMeans(users))
-	s.Fairness.JainQueues = round(jainOfMeans(queues))
+	s.Classes, _ = sc.groups(func(j *sim.Job) string { return classOf(j.Spec.Class) }, totalH)
+	var queueSD, userSD map[string]float64
+	s.PerQueue, queueSD = sc.groups(func(j *sim.Job) string { return QueueName(j.Spec.Queue) }, totalH)
+	s.PerUser, userSD = sc.groups(func(j *sim.Job) string { return UserName(j.Spec.User) }, totalH)
+	s.PerTeam, _ = sc.groups(func(j *sim.Job) string { return UserName(j.Spec.Team) }, totalH)
+	s.Fairness.JainUsers = round(jainOfMeans(userSD))
+	s.Fairness.JainQueues = round(jainOfMeans(queueSD))
 
 	s.MakespanS = round(res.Makespan.Seconds())
 	s.EndS = round(res.End.Seconds())
@@ -392,20 +352,18 @@ func SummarizeWith(res *sim.Result, prov Provenance, wall time.Duration, price P
 	return s
 }
 
-// jainOfMeans returns Jain's index of the groups' mean slowdowns (groups without
-// completed jobs are left out; 0 when none is left). Groups are visited in sorted
-// order so the float sum is deterministic.
-func jainOfMeans(groups map[string]*acc) float64 {
-	keys := make([]string, 0, len(groups))
-	for k := range groups {
+// jainOfMeans returns Jain's index of the groups' mean slowdowns (means holds
+// only groups with completed jobs; 0 when it is empty). Groups are visited in
+// sorted order so the float sum is deterministic.
+func jainOfMeans(means map[string]float64) float64 {
+	keys := make([]string, 0, len(means))
+	for k := range means {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	xs := make([]float64, 0, len(keys))
 	for _, k := range keys {
-		if sd := groups[k].sd; len(sd) > 0 {
-			xs = append(xs, mean(sd))
-		}
+		xs = append(xs, means[k])
 	}
 	return Jain(xs)
 }

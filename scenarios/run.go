@@ -121,9 +121,11 @@ func Run(ctx context.Context, s *Scenario, opts RunOptions) ([]PolicyRun, error)
 	if err := s.saveTo(opts.OutDir); err != nil {
 		return nil, err
 	}
+	shared := &sharedJobs{jobs: jobs, users: len(idx)}
+	jobs = nil
 	out := make([]PolicyRun, len(idx))
 	err = parallel(len(idx), opts.Parallel, func(k int) (err error) {
-		out[k], err = s.runOne(ctx, cluster, jobs, idx[k], opts)
+		out[k], err = s.runOne(ctx, cluster, shared, idx[k], opts)
 		return err
 	})
 	if err != nil {
@@ -141,14 +143,41 @@ func Run(ctx context.Context, s *Scenario, opts RunOptions) ([]PolicyRun, error)
 	return out, nil
 }
 
-func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, jobs []sim.JobSpec, i int, opts RunOptions) (PolicyRun, error) {
+// sharedJobs hands the workload to the policies of one Run and drops it once
+// each of them has built its engine (the engine keeps its own copy of every
+// spec), so the workload is not held twice in memory while the runs go on.
+type sharedJobs struct {
+	mu    sync.Mutex
+	jobs  []sim.JobSpec
+	users int // runs that have not called done yet
+}
+
+// get returns the workload; valid until this run calls done.
+func (sj *sharedJobs) get() []sim.JobSpec {
+	sj.mu.Lock()
+	defer sj.mu.Unlock()
+	return sj.jobs
+}
+
+// done says one run no longer needs the workload; the last one drops it.
+func (sj *sharedJobs) done() {
+	sj.mu.Lock()
+	defer sj.mu.Unlock()
+	if sj.users--; sj.users <= 0 {
+		sj.jobs = nil
+	}
+}
+
+func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, shared *sharedJobs, i int, opts RunOptions) (PolicyRun, error) {
 	pol, err := s.Policy(i)
 	if err != nil {
+		shared.done()
 		return PolicyRun{}, err
 	}
 	label := s.Policies[i].DisplayName()
-	cfg, err := s.engineConfig(pol, cluster, jobs)
+	cfg, err := s.engineConfig(pol, cluster, nil)
 	if err != nil {
+		shared.done()
 		return PolicyRun{}, err
 	}
 	cfg.NoLog = opts.NoLog
@@ -159,7 +188,10 @@ func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, jobs []sim.
 	if opts.Now != nil {
 		t0 = opts.Now()
 	}
+	cfg.Jobs = shared.get()
 	e, err := sim.NewEngine(cfg)
+	cfg.Jobs = nil
+	shared.done()
 	if err != nil {
 		return PolicyRun{}, fmt.Errorf("policy %s: %w", label, err)
 	}
@@ -177,16 +209,20 @@ func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, jobs []sim.
 	}
 	res.Policy = label
 	prov := reports.Provenance{Version: opts.Version, GoVersion: runtime.Version(), Seed: s.SeedValue(), Scenario: s.Name, ScenarioSHA256: s.hash}
-	sum := reports.SummarizeWith(res, prov, wall, s.Prices())
-	pr := PolicyRun{Label: label, Result: res, Summary: sum, Wall: wall}
-	if opts.OutDir != "" {
-		dir, err := writePolicyDir(opts.OutDir, label, func(dir string) error { return reports.WriteRunDir(dir, res, sum) })
-		if err != nil {
-			return pr, err
-		}
-		pr.Dir = dir
+	summarize := func() *reports.Summary { return reports.SummarizeWith(res, prov, wall, s.Prices()) }
+	pr := PolicyRun{Label: label, Result: res, Wall: wall}
+	if opts.OutDir == "" {
+		pr.Summary = summarize()
+		return pr, nil
 	}
-	return pr, nil
+	// The summary is computed while the data files are written, into a temporary
+	// directory renamed into place when complete (writePolicyDir).
+	pr.Dir, err = writePolicyDir(opts.OutDir, label, func(dir string) error {
+		var werr error
+		pr.Summary, werr = reports.WriteRunDirFunc(dir, res, summarize)
+		return werr
+	})
+	return pr, err
 }
 
 // saveTo writes dir/scenario.yaml (creating dir); nothing when dir is "".

@@ -169,7 +169,7 @@ func (t *TraceSource) LoadOn(baseDir string, seed uint64, clusterGPUs int64) ([]
 			end = sim.Time(sim.Seconds(t.Window.End))
 		}
 	}
-	var jobs []sim.JobSpec
+	var acc jobChunks
 	filtered, outside := 0, 0
 	for {
 		j, err := r.Next()
@@ -188,8 +188,9 @@ func (t *TraceSource) LoadOn(baseDir string, seed uint64, clusterGPUs int64) ([]
 			continue
 		}
 		j.Submit -= start
-		jobs = append(jobs, j)
+		acc.add(j)
 	}
+	jobs := acc.flatten()
 	rep := r.Report()
 	if !t.Filter.empty() {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("filter removed %d jobs", filtered))
@@ -254,17 +255,62 @@ func OfferedLoad(jobs []sim.JobSpec, clusterGPUs int64) float64 {
 	return demand / (float64(clusterGPUs) * span)
 }
 
-// SortJobs sorts jobs by (Submit, ID), the engine's canonical order.
+// SortJobs sorts jobs by (Submit, ID), the engine's canonical order (stable, so
+// equal keys keep their order). Already sorted input, the common case of a trace,
+// is only checked.
 func SortJobs(jobs []sim.JobSpec) {
-	slices.SortStableFunc(jobs, func(a, b sim.JobSpec) int {
-		if a.Submit != b.Submit {
-			if a.Submit < b.Submit {
-				return -1
-			}
-			return 1
+	if slices.IsSortedFunc(jobs, compareJobs) {
+		return
+	}
+	slices.SortStableFunc(jobs, compareJobs)
+}
+
+func compareJobs(a, b sim.JobSpec) int {
+	if a.Submit != b.Submit {
+		if a.Submit < b.Submit {
+			return -1
 		}
-		return strings.Compare(string(a.ID), string(b.ID))
-	})
+		return 1
+	}
+	return strings.Compare(string(a.ID), string(b.ID))
+}
+
+// jobChunks collects jobs of unknown count in fixed-size chunks, so reading a
+// large trace copies each job once (into the exact-size result of flatten)
+// instead of through repeated slice growth.
+type jobChunks struct {
+	full [][]sim.JobSpec
+	cur  []sim.JobSpec
+	n    int
+}
+
+const jobChunkLen = 1 << 14
+
+func (c *jobChunks) add(j sim.JobSpec) {
+	if len(c.cur) == cap(c.cur) {
+		if c.cur != nil {
+			c.full = append(c.full, c.cur)
+		}
+		c.cur = make([]sim.JobSpec, 0, jobChunkLen)
+	}
+	c.cur = append(c.cur, j)
+	c.n++
+}
+
+// flatten returns every job added, in order, in one slice (nil when none) and
+// empties c.
+func (c *jobChunks) flatten() []sim.JobSpec {
+	if c.n == 0 {
+		return nil
+	}
+	out := make([]sim.JobSpec, 0, c.n)
+	for i, ch := range c.full {
+		out = append(out, ch...)
+		c.full[i] = nil
+	}
+	out = append(out, c.cur...)
+	*c = jobChunks{}
+	return out
 }
 
 // ScaleTimes multiplies every submit time by f (> 0), rounding to the microsecond.

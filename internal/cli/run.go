@@ -36,6 +36,10 @@ type RunOptions struct {
 	Quiet    bool
 	Parallel int
 	NoEvents bool
+	// CPUProfile and MemProfile, when set, receive pprof profiles of the run
+	// (hidden flags --cpuprofile and --memprofile).
+	CPUProfile string
+	MemProfile string
 }
 
 func init() { register(func(io *IO) *cobra.Command { return NewCmdRun(io, nil) }) }
@@ -67,7 +71,15 @@ events.parquet}. With --demo it runs the embedded demo scenario (no files needed
 			if runF != nil {
 				return runF(opts)
 			}
-			return runRun(cmd.Context(), io, opts)
+			stop, err := startProfiles(opts.CPUProfile, opts.MemProfile)
+			if err != nil {
+				return err
+			}
+			err = runRun(cmd.Context(), io, opts)
+			if perr := stop(); err == nil {
+				err = perr
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()
@@ -79,6 +91,10 @@ events.parquet}. With --demo it runs the embedded demo scenario (no files needed
 	f.IntVar(&opts.Parallel, "parallel", 0, "policies run at once (default: CPU count)")
 	f.BoolVar(&opts.NoEvents, "no-events", false, "do not record the event log (events.parquet is then empty)")
 	f.BoolVar(&opts.Demo, "demo", false, "run the embedded demo scenario")
+	f.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file (for go tool pprof)")
+	f.StringVar(&opts.MemProfile, "memprofile", "", "write a heap (allocation) profile at the end of the run to this file")
+	_ = f.MarkHidden("cpuprofile")
+	_ = f.MarkHidden("memprofile")
 	_ = cmd.RegisterFlagCompletionFunc("policy", completePolicies)
 	return cmd
 }
@@ -125,6 +141,7 @@ func classifyRunError(err error) error {
 }
 
 func runRun(ctx context.Context, io *IO, opts *RunOptions) error {
+	tuneGC()
 	var seed *int64
 	if opts.SeedSet {
 		if opts.Seed < 0 {

@@ -19,6 +19,18 @@ func TestMain(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "exit-code=%d\n", code)
 			os.Exit(0)
 		},
+		// gpusim-gzipcheck FILE...: fails unless every file is non-empty gzip
+		// (the pprof format), for the profile flags' test.
+		"gpusim-gzipcheck": func() {
+			for _, f := range os.Args[1:] {
+				b, err := os.ReadFile(f)
+				if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+					fmt.Fprintf(os.Stderr, "%s: not a gzip file (%v)\n", f, err)
+					os.Exit(1)
+				}
+			}
+			os.Exit(0)
+		},
 	})
 }
 
