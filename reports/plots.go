@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -29,8 +30,9 @@ func init() {
 // Figure is a rendered-on-demand chart: one plot or a grid of plots (row-major)
 // with a size. Render it with WriterTo.
 type Figure struct {
-	Name   string // file stem, e.g. "wait_cdf"
-	Title  string // caption for index.html
+	Name   string   // file stem, e.g. "wait_cdf"
+	Title  string   // caption for index.html
+	Legend []string // policy labels shown as colour swatches in the caption (panels without legends)
 	Grid   [][]*plot.Plot
 	Width  vg.Length
 	Height vg.Length
@@ -184,13 +186,17 @@ var logTimeTicks = []struct {
 
 // logTimeTicker labels a log time axis (seconds) in human units, with unlabelled
 // minor ticks at 2..9 x each power of ten.
-type logTimeTicker struct{}
+type logTimeTicker struct{ sparse bool }
 
-func (logTimeTicker) Ticks(lo, hi float64) []plot.Tick {
+func (lt logTimeTicker) Ticks(lo, hi float64) []plot.Tick {
 	var ts []plot.Tick
 	for _, t := range logTimeTicks {
 		if t.s >= lo*0.999 && t.s <= hi*1.001 {
-			ts = append(ts, plot.Tick{Value: t.s, Label: t.label})
+			label := t.label
+			if lt.sparse && !strings.HasPrefix(label, "1 ") {
+				label = "" // small panels: 1 s, 1 min, 1 h, 1 d only
+			}
+			ts = append(ts, plot.Tick{Value: t.s, Label: label})
 		}
 	}
 	for d := 1.0; d <= hi; d *= 10 {
@@ -215,6 +221,13 @@ const CDFLogFloor = 1.0
 // from the largest p99 and the axis ends at 1.15 x that p99 when some value lies
 // beyond (the label says so). Policy series keep their fixed colours.
 func CDFPlot(title, quantity string, series []Series) *plot.Plot {
+	return cdfPanel(title, quantity, series, false)
+}
+
+// cdfPanel is CDFPlot; small (a panel of a grid) drops the legend (the figure's
+// caption carries the policy colours), labels fewer ticks and keeps the axis
+// label short.
+func cdfPanel(title, quantity string, series []Series, small bool) *plot.Plot {
 	var top, maxV float64
 	sorted := make([][]float64, len(series))
 	for i, s := range series {
@@ -227,10 +240,14 @@ func CDFPlot(title, quantity string, series []Series) *plot.Plot {
 		}
 	}
 	if top >= 100*CDFLogFloor {
-		p := newPlot(title, quantity+" (log scale; values under 1 s drawn at 1 s)", "Fraction of jobs (CDF)")
+		xl := quantity + " (log scale; values under 1 s drawn at 1 s)"
+		if small {
+			xl = quantity + " (log scale)"
+		}
+		p := newPlot(title, xl, "Fraction of jobs (CDF)")
 		p.Y.Min, p.Y.Max = 0, 1
 		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = logTimeTicker{}
+		p.X.Tick.Marker = logTimeTicker{sparse: small}
 		for i, s := range series {
 			if len(sorted[i]) == 0 {
 				continue
@@ -239,7 +256,11 @@ func CDFPlot(title, quantity string, series []Series) *plot.Plot {
 			for k := range v {
 				v[k] = max(v[k], CDFLogFloor)
 			}
-			addLineColor(p, fmt.Sprintf("%s (n=%d)", s.Name, len(v)), cdfPoints(v, 1), seriesColor(s.Name, s.Policy, i), nil)
+			name := fmt.Sprintf("%s (n=%d)", s.Name, len(v))
+			if small {
+				name = ""
+			}
+			addLineColor(p, name, cdfPoints(v, 1), seriesColor(s.Name, s.Policy, i), nil)
 		}
 		p.X.Min, p.X.Max = CDFLogFloor, max(maxV, 10*CDFLogFloor)
 		p.Legend.Top, p.Legend.Left = false, false
@@ -262,7 +283,11 @@ func CDFPlot(title, quantity string, series []Series) *plot.Plot {
 		if len(sorted[i]) == 0 {
 			continue
 		}
-		addLineColor(p, fmt.Sprintf("%s (n=%d)", s.Name, len(sorted[i])), cdfPoints(sorted[i], div), seriesColor(s.Name, s.Policy, i), nil)
+		name := fmt.Sprintf("%s (n=%d)", s.Name, len(sorted[i]))
+		if small {
+			name = ""
+		}
+		addLineColor(p, name, cdfPoints(sorted[i], div), seriesColor(s.Name, s.Policy, i), nil)
 	}
 	if top > 0 && maxV > cut {
 		p.X.Max = cut / div // after Add, which widens the axis to the data

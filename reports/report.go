@@ -258,9 +258,9 @@ func (rep *Report) Figures() []*Figure {
 			for _, g := range rep.Groups {
 				ss = append(ss, Series{Name: g.Label, Values: pooled(g, c, value), Policy: true})
 			}
-			grid[k/cols][k%cols] = CDFPlot(c+": "+quantity+" CDF", quantity, ss)
+			grid[k/cols][k%cols] = cdfPanel(c+": "+quantity+" CDF", quantity, ss, true)
 		}
-		figs = append(figs, &Figure{Name: name, Title: title, Grid: grid,
+		figs = append(figs, &Figure{Name: name, Title: title, Grid: grid, Legend: rep.groupLabels(),
 			Width: vg.Length(cols) * 4.2 * in, Height: vg.Length(rows) * 3.3 * in})
 	}
 	byClass("wait_cdf_by_class", "Queue time CDF per job class", "Queue time", waitOf)
@@ -284,6 +284,7 @@ func (rep *Report) Figures() []*Figure {
 		note = " (first run of each policy)"
 	}
 	figs = append(figs, UtilizationFigure(series(func(s *SampleRow) float64 { return 100 * s.Utilization }), note))
+	figs[len(figs)-1].Legend = rep.groupLabels()
 	figs = append(figs, &Figure{Name: "queue_length", Title: "Pending jobs over time" + note,
 		Width: 7 * in, Height: 4 * in, Grid: [][]*plot.Plot{{TimePlot("Queue length over time"+note,
 			"Pending jobs", series(func(s *SampleRow) float64 { return float64(s.Pending) }))}}})
@@ -353,6 +354,15 @@ func (rep *Report) headline() *Figure {
 	}
 	w := max(9, 1.2*float64(len(rep.Groups))*3)
 	return &Figure{Name: "headline", Title: title, Grid: grid, Width: vg.Length(w) * vg.Inch, Height: 6.5 * vg.Inch}
+}
+
+// groupLabels are the policy labels of the report's groups.
+func (rep *Report) groupLabels() []string {
+	out := make([]string, len(rep.Groups))
+	for i, g := range rep.Groups {
+		out[i] = g.Label
+	}
+	return out
 }
 
 // preemptionFigure shows preemptions and wasted GPU-hours per policy (mean over
@@ -623,6 +633,7 @@ figure svg { max-width: 100%; height: auto; display: block; }
 figcaption { font-weight: 600; margin-bottom: 0.4em; }
 details summary { cursor: pointer; color: #245; margin: 0.6em 0; }
 .note { color: #555; font-size: 0.9em; }
+.legend { font-weight: normal; margin-left: 1em; font-size: 0.92em; }
 </style>
 </head>
 <body>
@@ -642,7 +653,7 @@ details summary { cursor: pointer; color: #245; margin: 0.6em 0; }
 {{end}}</table></div>
 <h2>Plots</h2>
 {{range .Figs}}<figure id="{{.Name}}">
-<figcaption>{{.Title}}</figcaption>
+<figcaption>{{.Title}}{{if .Legend}}<span class="legend">{{range .Legend}}<span class="swatch" style="background:{{.Color}}"></span>{{.Name}} {{end}}</span>{{end}}</figcaption>
 {{.SVG}}
 </figure>
 {{end}}<h2>Every run</h2>
@@ -656,6 +667,16 @@ details summary { cursor: pointer; color: #245; margin: 0.6em 0; }
 <tr><th>run</th><th>policy</th><th>scenario</th><th>seed</th><th>scenario sha256</th><th>gpusim</th><th>go</th></tr>
 {{range .Prov}}<tr><td>{{.Run}}</td><td>{{.Policy}}</td><td>{{.P.Scenario}}</td><td>{{.P.Seed}}</td><td><code>{{printf "%.16s" .P.ScenarioSHA256}}…</code></td><td>{{.P.Version}}</td><td>{{.P.GoVersion}}</td></tr>
 {{end}}</table></div></details>
+<script>
+// Layout facts for automated checks (gpusim's headless-browser test reads them
+// with --dump-dom): page width and how many figures rendered.
+(function () {
+  var d = document.documentElement;
+  d.setAttribute("data-scroll-width", d.scrollWidth);
+  d.setAttribute("data-figures", document.querySelectorAll("figure svg").length);
+  d.setAttribute("data-headline-rows", document.querySelectorAll("#headline tr").length - 1);
+})();
+</script>
 </body>
 </html>
 `))
@@ -665,9 +686,11 @@ func (rep *Report) writeHTML(w io.Writer, figs []*Figure, svgs [][]byte) error {
 		Run, Policy string
 		P           Provenance
 	}
+	type swatch struct{ Name, Color string }
 	type fig struct {
 		Name, Title string
 		SVG         template.HTML
+		Legend      []swatch
 	}
 	type metric struct{ Title, Dir string }
 	type cell struct {
@@ -718,7 +741,12 @@ func (rep *Report) writeHTML(w io.Writer, figs []*Figure, svgs [][]byte) error {
 	for i, f := range figs {
 		// The SVG comes from our own renderer (gonum/plot), not from input text:
 		// gonum's SVG canvas HTML-escapes every text it draws.
-		data.Figs = append(data.Figs, fig{f.Name, f.Title, template.HTML(svgs[i])})
+		var sw []swatch
+		for _, l := range f.Legend {
+			c := PolicyColor(l)
+			sw = append(sw, swatch{l, fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B)})
+		}
+		data.Figs = append(data.Figs, fig{f.Name, f.Title, template.HTML(svgs[i]), sw})
 	}
 	return indexTmpl.Execute(w, data)
 }
