@@ -180,7 +180,7 @@ func runCompare(ctx context.Context, io *IO, opts *CompareOptions) error {
 	if par <= 0 {
 		par = runtime.GOMAXPROCS(0)
 	}
-	prog := newProgress(io, opts.Quiet)
+	prog := newProgress(io, opts.Quiet, len(tasks))
 	sem := make(chan struct{}, par)
 	var wg sync.WaitGroup
 	for ti, t := range tasks {

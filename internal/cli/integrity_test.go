@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gpusim/gpusim/reports"
+	"github.com/gpusim/gpusim/sim"
 )
 
 // TestRunHelperProcess is not a test: TestRunKilledAtRandomPoints and
@@ -243,5 +244,29 @@ func TestGateWorkflowExample(t *testing.T) {
 	}
 	if code := Main(args[1:], nil, &stdout, &stderr); code != 0 {
 		t.Fatalf("%s: exit %d: %s", report, code, stderr.String())
+	}
+}
+
+// The progress percentage never goes backwards when runs start one after
+// another (each new run used to raise the bar's total).
+func TestProgressMonotonic(t *testing.T) {
+	p := newProgress(&IO{}, true, 3)
+	var last int64
+	step := func(policy string, ended, total int) {
+		p.update(policy, sim.Progress{Ended: ended, Total: total})
+		if d := p.done(); d < last {
+			t.Fatalf("%s %d/%d: progress went back from %d to %d", policy, ended, total, last, d)
+		} else {
+			last = d
+		}
+	}
+	step("a", 50, 100)  // 1/6 of the work
+	step("a", 100, 100) // a done: 1/3
+	step("b", 0, 1000)  // b starts with a larger total: still 1/3
+	step("b", 500, 1000)
+	step("c", 10, 10)
+	step("b", 1000, 1000)
+	if last != progressScale {
+		t.Fatalf("done at %d, want %d", last, progressScale)
 	}
 }

@@ -185,7 +185,11 @@ func runRun(ctx context.Context, io *IO, opts *RunOptions) error {
 		}
 		return nil
 	}
-	prog := newProgress(io, opts.Quiet)
+	nruns := len(sc.Policies)
+	if idx, err := sc.Select(opts.Policies); err == nil {
+		nruns = len(idx)
+	}
+	prog := newProgress(io, opts.Quiet, nruns)
 	runs, err := scenarios.Run(ctx, sc, scenarios.RunOptions{
 		Policies: opts.Policies, OutDir: out, Parallel: opts.Parallel, Version: VersionString(),
 		Now: time.Now, Progress: prog.update, NoLog: opts.NoEvents,
@@ -241,44 +245,64 @@ func printCompareTable(w io.Writer, labels []string, runs []scenarios.PolicyRun,
 type progress struct {
 	mu    sync.Mutex
 	bar   *progressbar.ProgressBar
+	runs  int // runs expected in all (policies x seeds); 0 = unknown
 	ended map[string]int
 	total map[string]int
 	ev    map[string]int64
 	now   map[string]sim.Time
 	t0    time.Time
+	shown int64 // per-mille done last drawn; the bar never goes back
 }
 
-func newProgress(io *IO, quiet bool) *progress {
-	p := &progress{ended: map[string]int{}, total: map[string]int{}, ev: map[string]int64{}, now: map[string]sim.Time{}, t0: time.Now()}
+// progressScale is the bar's resolution: it counts per-mille of all runs' jobs.
+const progressScale = 1000
+
+// newProgress draws a progress bar on a terminal's stderr for runs runs (0 when
+// unknown). Its percentage is the mean over the runs of each run's fraction of
+// jobs ended, a run not started yet counting 0, so it never goes backwards when
+// runs start one after another.
+func newProgress(io *IO, quiet bool, runs int) *progress {
+	p := &progress{runs: runs, ended: map[string]int{}, total: map[string]int{}, ev: map[string]int64{}, now: map[string]sim.Time{}, t0: time.Now()}
 	if quiet || !io.ErrIsTTY {
 		return p
 	}
-	p.bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(io.Err), progressbar.OptionSetDescription("simulating"),
-		progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish(),
+	p.bar = progressbar.NewOptions64(progressScale, progressbar.OptionSetWriter(io.Err), progressbar.OptionSetDescription("simulating"),
+		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish(),
 		progressbar.OptionSetWidth(30))
 	return p
 }
 
-func (p *progress) update(policy string, s sim.Progress) {
-	if p.bar == nil {
-		return
+// done returns the per-mille of the work done so far, never less than before.
+func (p *progress) done() int64 {
+	n := max(p.runs, len(p.total))
+	var frac float64
+	for k, t := range p.total {
+		if t > 0 {
+			frac += float64(p.ended[k]) / float64(t)
+		}
 	}
+	v := int64(progressScale * frac / float64(max(n, 1)))
+	p.shown = max(p.shown, min(v, progressScale))
+	return p.shown
+}
+
+func (p *progress) update(policy string, s sim.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.ended[policy], p.total[policy], p.ev[policy], p.now[policy] = s.Ended, s.Total, s.Events, s.Now
-	var ended, total int
+	done := p.done()
+	if p.bar == nil {
+		return
+	}
 	var ev int64
 	var tmax sim.Time
 	for k := range p.total {
-		ended += p.ended[k]
-		total += p.total[k]
 		ev += p.ev[k]
 		tmax = max(tmax, p.now[k])
 	}
 	el := time.Since(p.t0).Seconds()
-	p.bar.ChangeMax(total)
 	p.bar.Describe(fmt.Sprintf("sim t=%.0fs  %.2g events/s", tmax.Seconds(), float64(ev)/max(el, 1e-9)))
-	_ = p.bar.Set(ended)
+	_ = p.bar.Set64(done)
 }
 
 func (p *progress) finish() {

@@ -125,7 +125,7 @@ func runSweep(ctx context.Context, io *IO, opts *SweepOptions) error {
 	if opts.Runs {
 		ro.RunsDir = filepath.Join(out, "runs")
 	}
-	prog := newProgress(io, opts.Quiet)
+	prog := newProgress(io, opts.Quiet, len(points))
 	ro.Progress = prog.update
 	t, err := sw.Run(ctx, points, ro)
 	prog.finish()
