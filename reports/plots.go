@@ -133,9 +133,6 @@ func newPlot(title, xlabel, ylabel string) *plot.Plot {
 
 func lineColor(i int) color.Color { return plotutil.Color(i) }
 
-func addLine(p *plot.Plot, name string, xys plotter.XYs, i int) {
-	addLineColor(p, name, xys, lineColor(i), plotutil.Dashes(i/len(plotutil.DefaultColors)))
-}
 
 // seriesColor is a series' colour: its policy's fixed colour, or the i-th of
 // the default palette.
