@@ -133,7 +133,6 @@ func newPlot(title, xlabel, ylabel string) *plot.Plot {
 
 func lineColor(i int) color.Color { return plotutil.Color(i) }
 
-
 // seriesColor is a series' colour: its policy's fixed colour, or the i-th of
 // the default palette.
 func seriesColor(name string, policy bool, i int) color.Color {
