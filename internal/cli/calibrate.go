@@ -112,7 +112,7 @@ the whole pipeline (workload commands still run for real). See docs/calibrate.md
 		}
 		cmd.PersistentFlags().BoolVar(&po.Fake, "fake", false, "use a simulated DGX-like 8-GPU node instead of NVML")
 		cmd.PersistentFlags().StringVar(&po.NVMLLib, "nvml-lib", "", "path of libnvidia-ml.so (default: the system's libnvidia-ml.so.1)")
-		cmd.AddCommand(calibrateDiscoverCmd(io, &po), calibrateRunCmd(io, &po), calibrateTelemetryCmd(io, &po), calibrateImportCmd(io))
+		cmd.AddCommand(calibrateDiscoverCmd(io, &po), calibrateRunCmd(io, &po), calibrateTelemetryCmd(io, &po))
 		return cmd
 	})
 }
@@ -330,72 +330,4 @@ func RunCalibrateTelemetry(ctx context.Context, io *IO, o CalibrateTelemetryOpti
 		return RuntimeError(fmt.Errorf("telemetry: %w", serr))
 	}
 	return nil
-}
-
-// calibrateImportCmd builds `gpusim calibrate import`: published co-location
-// measurements (Gavel, Lucid) converted into an interference matrix. It needs no
-// GPU.
-func calibrateImportCmd(io *IO) *cobra.Command {
-	var o calibrate.ImportOptions
-	var format, out string
-	cmd := &cobra.Command{
-		Use:   "import IN --format gavel|lucid -o interference.yaml",
-		Short: "Convert published co-location measurements (Gavel, Lucid) into an interference matrix",
-		Long: `import writes the interference matrix that 'calibrate run' would write (gpusim/v1alpha1
-InterferenceMatrix, docs/calibrate.md) from published measurements, so a scenario's
-interference.path can use them before a lab measures its own pairs. No GPU is needed.
-
-  --format gavel   Gavel's simulation_throughputs.json / physical_cluster_throughputs.json
-                   (MIT; a copy ships in calibrate/testdata/gavel): one GPU type
-                   (--gpu-type k80|p100|v100, default v100); single-GPU job types become
-                   workloads, pairs become groups with factor = pair / alone throughput.
-  --format lucid   Lucid's colocate_info.csv (S-Lab License 1.0, non-commercial: use it
-                   where it is; gpusim does not ship it): each row is a measured pair of
-                   speed factors.
-
-The factors are filed under --mode (timeslice, the default, or mps). With --gpu-model the
-matrix applies to that GPU model only (default: the Gavel GPU type; Lucid: any model).`,
-		Example: `  gpusim calibrate import --format gavel calibrate/testdata/gavel/simulation_throughputs.json -o gavel-v100.yaml
-  gpusim calibrate import --format lucid ../shared/interference/lucid/colocate_info.csv --gpu-model A100-SXM-80GB -o lucid.yaml`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return UsageErrorf("calibrate import needs exactly one input file")
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if out == "" {
-				return UsageErrorf("calibrate import: -o FILE is required")
-			}
-			if format == "" {
-				return UsageErrorf("calibrate import: --format is required (%s)", strings.Join(calibrate.ImportFormats, " or "))
-			}
-			f, err := os.Open(args[0])
-			if err != nil {
-				return UsageError(err)
-			}
-			defer f.Close()
-			m, err := calibrate.ImportInterference(format, args[0], f, o)
-			if err != nil {
-				return UsageError(err)
-			}
-			if err := fsutil.WriteFileAtomic(out, m.Write); err != nil {
-				return RuntimeError(err)
-			}
-			groups := 0
-			for _, mr := range m.Modes {
-				groups += len(mr.Groups)
-			}
-			fmt.Fprintf(io.Out, "%s: %d workloads, %d measured groups (%s, gpu model %q) written to %s\n",
-				args[0], len(m.Workloads), groups, m.Modes[0].Mode, m.Metadata.GPUModel, out)
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&format, "format", "", "input format: gavel or lucid")
-	cmd.Flags().StringVarP(&out, "output", "o", "", "interference matrix to write (YAML)")
-	cmd.Flags().StringVar(&o.GPUType, "gpu-type", "", "gavel: GPU type in the file (k80, p100, v100; default v100)")
-	cmd.Flags().StringVar(&o.GPUModel, "gpu-model", "", "metadata.gpuModel: the GPU model the factors apply to")
-	cmd.Flags().StringVar(&o.Mode, "mode", "", "sharing mode to file the factors under: timeslice (default) or mps")
-	cmd.Flags().StringVar(&o.Name, "name", "", "metadata.name (default: gavel-<type> or lucid)")
-	return cmd
 }
