@@ -67,6 +67,11 @@ type NodeSpec struct {
 	// negative means the node's own NVLink groups (NVLinkSize).
 	NVLinkDomain int32
 	Leaf, Spine  int32 // fabric position
+	// Sharing is the device-level sharing mode of the node's GPUs (scenario
+	// cluster.pools[].sharing.mode); SharingClients caps the jobs per shared GPU
+	// (0 = DefaultSharingClients).
+	Sharing        SharingMode
+	SharingClients int32
 }
 
 // Domain is a node of the topology tree.
@@ -105,6 +110,12 @@ type Cluster struct {
 	freeMemAll int64
 	modelGPUs  []int64 // capacity per model
 	modelFree  []int64 // whole free GPUs per model
+
+	// device-level sharing (nil when every GPU is exclusive)
+	gpuMode []SharingMode
+	shrN    []int16 // sharers per GPU
+	shrMem  []int64 // GPU memory used by sharers (MiB)
+	shrOpen bitset  // GPUs with sharers and room for another client
 }
 
 type bitset []uint64
@@ -146,6 +157,12 @@ func NewCluster(nodes []NodeSpec) (*Cluster, error) {
 		}
 		if n.GPUs > 0 && n.GPUModel == "" {
 			return nil, fmt.Errorf("node %d (%s): GPUs without a GPU model", i, n.Name)
+		}
+		if n.Sharing >= numSharingModes || n.SharingClients < 0 || n.SharingClients > 48 {
+			return nil, fmt.Errorf("node %d (%s): invalid sharing mode %d or clients %d (want 0..48)", i, n.Name, n.Sharing, n.SharingClients)
+		}
+		if n.Sharing == ShareMIG {
+			return nil, fmt.Errorf("node %d (%s): sharing mode mig is not simulated yet", i, n.Name)
 		}
 		if n.GPUs > 0 {
 			mset[n.GPUModel] = true
@@ -263,6 +280,7 @@ func NewCluster(nodes []NodeSpec) (*Cluster, error) {
 		c.domMax[l] = top
 	}
 	copy(c.modelFree, c.modelGPUs)
+	c.initSharing()
 	return c, nil
 }
 
@@ -483,6 +501,11 @@ func (c *Cluster) Clone() *Cluster {
 		}
 	}
 	d.modelFree = append([]int64(nil), c.modelFree...)
+	if c.gpuMode != nil {
+		d.shrN = append([]int16(nil), c.shrN...)
+		d.shrMem = append([]int64(nil), c.shrMem...)
+		d.shrOpen = append(bitset(nil), c.shrOpen...)
+	}
 	return &d
 }
 

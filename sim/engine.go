@@ -59,6 +59,10 @@ type Config struct {
 	Horizon Time
 	// Speed is the ground-truth speed model; nil means every job runs at speed 1.
 	Speed SpeedModel
+	// Sharing turns on the device-level GPU sharing model and rate-based
+	// progress (see SharingConfig, progress.go); nil keeps every output as without
+	// sharing.
+	Sharing *SharingConfig
 	// NoLog disables the event log (benchmarks).
 	NoLog bool
 	// Progress, if set, is called about every ProgressEvery events (default 65536)
@@ -88,6 +92,10 @@ type Sample struct {
 	// that level: the largest gang placeable inside one NVLink island, node, leaf...
 	// (a whole-GPU fragmentation measure).
 	LargestFree [NumLevels]int32
+	// With sharing only: UsefulGPUs is the reference-speed work being done (sum
+	// over running jobs of speed x GPUs); SharedGPUs counts GPUs holding >= 2 jobs.
+	UsefulGPUs float64
+	SharedGPUs int32
 }
 
 // Result is the outcome of a run.
@@ -108,6 +116,8 @@ type Result struct {
 	BusyMilliSecondsToMakespan float64
 	Events                     int64
 	SchedulingPoints           int64
+	// Sharing summarises device-level sharing; nil without Config.Sharing.
+	Sharing *SharingStats
 }
 
 // DefaultLivelockPreemptions is Config.LivelockPreemptions' default.
@@ -160,6 +170,7 @@ type Engine struct {
 	gpuSlab    []GPUID
 	resAt      []Time
 	waitWhy    []Reason
+	share      *shareState // nil without Config.Sharing
 }
 
 // NewEngine validates cfg and prepares a run. Jobs are sorted by (Submit, ID); their
@@ -217,9 +228,14 @@ func NewEngine(cfg Config) (*Engine, error) {
 			est = 1
 		}
 		e.jobs[i] = Job{Spec: s, Ref: JobRef(i), State: StatePending, Estimate: est,
-			FirstStart: Never, LastStart: Never, End: Never, lastPreempt: Never}
+			FirstStart: Never, LastStart: Never, End: Never, lastPreempt: Never, wl: -1}
 		e.runIdx[i] = -1
 		e.resAt[i] = Never
+	}
+	if cfg.Sharing != nil {
+		if err := e.initShare(); err != nil {
+			return nil, err
+		}
 	}
 	e.view.e = e
 	e.policyRand = Stream(cfg.Seed, "policy/"+cfg.Policy.Name())
@@ -334,6 +350,10 @@ func (e *Engine) Run(ctx context.Context) (*Result, error) {
 		Events:                     e.events,
 		SchedulingPoints:           e.points,
 	}
+	if e.share != nil {
+		st := e.share.stats
+		res.Sharing = &st
+	}
 	if e.cfg.Progress != nil {
 		e.cfg.Progress(e.progress())
 	}
@@ -353,6 +373,9 @@ func (e *Engine) advance(t Time) {
 	}
 	if t > e.now {
 		e.busy += float64(e.cluster.allocMilli) * (float64(t-e.now) / 1e6)
+		if e.share != nil {
+			e.share.integrate(float64(t-e.now) / 1e6)
+		}
 		e.now = t
 	}
 }
@@ -495,6 +518,12 @@ func (e *Engine) applyStart(s *Start) error {
 			if gpu < 0 || int64(gpu) >= c.totalGPUs || c.gpuNode[gpu] != n {
 				return fmt.Errorf("replica %d: GPU %d is not on node %s", r, gpu, c.nodes[n].Name)
 			}
+			if c.sharer(sp, gpu) {
+				if !c.CanShare(sp, gpu) {
+					return fmt.Errorf("replica %d: GPU %d on node %s (%s) cannot take the job: %d jobs, %d of %d MiB GPU memory used, job needs %d MiB", r, gpu, c.nodes[n].Name, c.gpuMode[gpu], c.shrN[gpu], c.shrMem[gpu], c.nodes[n].GPUMemMiB, sp.GPUMemMiB)
+				}
+				continue
+			}
 			if milli >= WholeGPU && c.gpuUsed[gpu] != 0 || c.gpuUsed[gpu]+milli > WholeGPU {
 				return fmt.Errorf("replica %d: GPU %d on node %s has %d milli free, needs %d", r, gpu, c.nodes[n].Name, WholeGPU-c.gpuUsed[gpu], milli)
 			}
@@ -506,7 +535,11 @@ func (e *Engine) applyStart(s *Start) error {
 				}
 			}
 		}
-		e.chargeReplica(n, gs, milli, sp.CPUMilli, mem, +1)
+		if len(gs) == 1 && c.sharer(sp, gs[0]) {
+			e.chargeShare(n, gs[0], sp, mem, +1)
+		} else {
+			e.chargeReplica(n, gs, milli, sp.CPUMilli, mem, +1)
+		}
 	}
 	e.pendRemove(j)
 	j.Nodes = e.carveNodes(s.Nodes)
@@ -537,6 +570,13 @@ func (e *Engine) applyStart(s *Start) error {
 	if j.lastPreempt != Never && e.cfg.PreemptAntiChurn > 0 {
 		j.protectedUntil = max(j.protectedUntil, j.lastPreempt.Add(e.cfg.PreemptAntiChurn))
 	}
+	if e.share != nil {
+		e.runIdx[j.Ref] = int32(len(e.running))
+		e.running = append(e.running, j)
+		e.startRated(j)
+		e.record(EvStart, j.Ref, 0)
+		return nil
+	}
 	runFor := e.runWall(j.runDone, sp.Duration, j.speed) + j.runRestore
 	kind := qEnd
 	timeout := false
@@ -563,6 +603,9 @@ func (e *Engine) chargeReplica(n NodeID, gs []GPUID, milli MilliGPU, cpu, mem in
 	for _, gpu := range gs {
 		if sign > 0 && c.gpuUsed[gpu] == 0 {
 			e.busyGPUs++
+			if e.share != nil {
+				e.share.busy[c.GPUMode(gpu)]++
+			}
 		}
 	}
 	if sign > 0 {
@@ -572,6 +615,9 @@ func (e *Engine) chargeReplica(n NodeID, gs []GPUID, milli MilliGPU, cpu, mem in
 		for _, gpu := range gs {
 			if c.gpuUsed[gpu] == 0 {
 				e.busyGPUs--
+				if e.share != nil {
+					e.share.busy[c.GPUMode(gpu)]--
+				}
 			}
 		}
 	}
@@ -609,6 +655,10 @@ func (e *Engine) stop(j *Job, keepMem bool) {
 	if keepMem {
 		mem = 0
 	}
+	if e.share != nil {
+		e.stopRated(j, mem)
+		return
+	}
 	for r, n := range j.Nodes {
 		e.chargeReplica(n, j.GPUs[r*g:(r+1)*g], sp.GPUMilli, sp.CPUMilli, mem, -1)
 	}
@@ -638,6 +688,25 @@ func (e *Engine) finish(it qitem) bool {
 	e.lastEnd = e.now
 	e.busyAtLast = e.busy
 	el := Duration(e.now - j.LastStart)
+	if e.share != nil {
+		// rate-based: stop closed the run state at now
+		if timeout {
+			j.State = StateTimeout
+			j.Done = j.rs.done
+			j.Wasted += el
+			j.Overhead += j.rs.ovh
+			e.record(EvTimeout, j.Ref, 0)
+		} else {
+			e.preemptRun = 0
+			e.lastFinish = e.now
+			j.State = StateCompleted
+			j.Done = j.Spec.Duration
+			j.Wasted += j.rs.ovh
+			j.Overhead += j.rs.ovh
+			e.record(EvFinish, j.Ref, 0)
+		}
+		return true
+	}
 	if timeout {
 		j.State = StateTimeout
 		done, _, ovh := e.runProgress(j, el)
@@ -684,6 +753,9 @@ func (e *Engine) applyPreempt(p *Preempt) error {
 	}
 	e.preemptRun++
 	e.events++
+	if e.share != nil {
+		return e.preemptRated(j, p)
+	}
 	e.stop(j, p.Mode == PreemptSuspend)
 	el := Duration(e.now - j.LastStart)
 	done, ckpt, ovh := e.runProgress(j, el)
@@ -813,6 +885,10 @@ func (e *Engine) sample() {
 	e.samples = append(e.samples, Sample{Time: e.nextSamp, AllocMilli: e.cluster.allocMilli,
 		BusyGPUs: e.busyGPUs, Running: int32(len(e.running)), Pending: int32(e.pendN), PendingGPUs: e.pendGPUs,
 		LargestFree: e.cluster.domMax})
+	if e.share != nil {
+		s := &e.samples[len(e.samples)-1]
+		s.UsefulGPUs, s.SharedGPUs = e.share.rateSum, e.share.shared
+	}
 }
 
 func (e *Engine) noteWait(j JobRef, r Reason) {
