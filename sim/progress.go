@@ -111,8 +111,8 @@ func (st *runState) advance(el Duration, s float64, total, iv, c Duration) {
 				st.done, st.prod = st.done+credit(t, s), st.prod+t
 			}
 			if iv > 0 {
-				// instant checkpoints at every multiple of iv (not at total)
-				if k := min(st.done, total-1) / iv * iv; k > st.ckpt {
+				// instant checkpoints at every multiple of iv
+				if k := st.done / iv * iv; k > st.ckpt {
 					st.ckpt = k
 					st.prodCkpt = p0 + wallFor(k-d0, s)
 				}

@@ -369,10 +369,11 @@ func (e *Engine) reshare(g GPUID) {
 		}
 		sum += f
 		j.factor = f
-		if sharedNow := k > 1; sharedNow != j.sharedSeg {
-			e.closeSegment(j) // the segment so far keeps its old shared flag
-			j.sharedSeg = sharedNow
-		}
+		// every change of the GPU's job set closes a speed segment (even if the
+		// factor is unchanged), so the segments are a function of the set history
+		e.closeSegment(j)
+		j.sharedSeg = k > 1
+		j.scheduled = false
 		e.setSpeed(j, j.base*f)
 	}
 	sh.factSum[g] = sum
@@ -397,7 +398,9 @@ func (e *Engine) setSpeed(j *Job, s float64) {
 	if s == j.speed && j.scheduled {
 		return
 	}
-	e.closeSegment(j)
+	if j.scheduled {
+		e.closeSegment(j)
+	}
 	e.share.rateSum += (s - j.speed) * float64(len(j.GPUs))
 	j.speed = s
 	if j.minSpeed == 0 || s < j.minSpeed {
