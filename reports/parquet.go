@@ -153,7 +153,11 @@ func appendOptFloat(b *array.Float64Builder, x float64) {
 
 // WriteJobsParquet writes rows as jobs.parquet (columns JobColumns).
 func WriteJobsParquet(w io.Writer, rows []JobRow) error {
-	return writeParquet(w, jobsSchema, len(rows), func(b *array.RecordBuilder, lo, hi int) {
+	schema := jobsSchema
+	if len(rows) > 0 && rows[0].Share != nil {
+		schema = jobsSharingSchema
+	}
+	return writeParquet(w, schema, len(rows), func(b *array.RecordBuilder, lo, hi int) {
 		id := b.Field(0).(*array.StringBuilder)
 		f := func(i int) *array.Float64Builder { return b.Field(i).(*array.Float64Builder) }
 		i32 := func(i int) *array.Int32Builder { return b.Field(i).(*array.Int32Builder) }
@@ -182,6 +186,7 @@ func WriteJobsParquet(w io.Writer, rows []JobRow) error {
 			appendOptFloat(f(20), r.Speed)
 			f(21).Append(r.Wasted)
 			f(22).Append(r.Overhead)
+			appendJobShareParquet(b, &r)
 		}
 	})
 }
@@ -221,7 +226,11 @@ func WriteTimeseriesParquet(w io.Writer, res *sim.Result) error {
 		capMilli = 1000 * float64(res.Cluster.NumGPUs())
 	}
 	smp := res.Samples
-	return writeParquet(w, timeseriesSchema, len(smp), func(b *array.RecordBuilder, lo, hi int) {
+	schema := timeseriesSchema
+	if res.Sharing != nil {
+		schema = timeseriesSharingSchema
+	}
+	return writeParquet(w, schema, len(smp), func(b *array.RecordBuilder, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			s := &smp[i]
 			b.Field(0).(*array.Float64Builder).Append(secs(int64(s.Time)))
@@ -237,6 +246,9 @@ func WriteTimeseriesParquet(w io.Writer, res *sim.Result) error {
 			b.Field(6).(*array.Int64Builder).Append(s.PendingGPUs)
 			for l := 0; l < int(sim.NumLevels); l++ {
 				b.Field(7 + l).(*array.Int32Builder).Append(s.LargestFree[l])
+			}
+			if res.Sharing != nil {
+				appendSampleShareParquet(b, s, capMilli/1000)
 			}
 		}
 	})

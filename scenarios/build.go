@@ -47,6 +47,7 @@ func (s *Scenario) Nodes() ([]sim.NodeSpec, error) {
 			}
 			for i := 0; i < p.Nodes; i++ {
 				n := t.nodeSpec(fmt.Sprintf("%s-%d", p.Name, i), p.Name)
+				poolSharing(p, &n)
 				if t.NVLinkNodes > 1 {
 					n.NVLinkDomain = 1 + domain + int32(i)/t.NVLinkNodes
 				}

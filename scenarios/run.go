@@ -130,6 +130,9 @@ func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, jobs []sim.
 	if cfg.Speed, err = s.Speed(); err != nil {
 		return PolicyRun{}, err
 	}
+	if cfg.Sharing, err = s.SharingConfig(); err != nil {
+		return PolicyRun{}, err
+	}
 	cfg.Cluster = cluster
 	cfg.Jobs = jobs
 	cfg.Policy = pol

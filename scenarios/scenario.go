@@ -51,6 +51,9 @@ type Scenario struct {
 	SpeedModel *SpeedModelSpec `yaml:"speedModel"`
 	// Showback prices GPU-hours per queue, user and class in summary.json (cost).
 	Showback *Showback `yaml:"showback"`
+	// Interference, when present, turns on device-level GPU sharing with the
+	// co-location speed factors it describes (see InterferenceSpec).
+	Interference *InterferenceSpec `yaml:"interference"`
 
 	file string     // path it was read from ("" when embedded)
 	dir  string     // base directory for relative paths
@@ -118,6 +121,8 @@ type PoolSpec struct {
 	NVLinkSize   *int32 `yaml:"nvlinkSize"`
 	PCIeSize     *int32 `yaml:"pcieSize"`
 	SocketSize   *int32 `yaml:"socketSize"`
+	// Sharing is the pool's device-level GPU sharing (default exclusive).
+	Sharing *PoolSharing `yaml:"sharing"`
 }
 
 // Fabric positions nodes in the network: consecutive nodes (in pool order) fill a
@@ -259,7 +264,7 @@ func Parse(data []byte, file string, sets []string) (*Scenario, error) {
 		return nil, &Error{File: errFile, Problems: []Problem{p}}
 	}
 	sc.setDefaults()
-	if fe := append(sc.validate(), sc.validateSpeed()...); len(fe) > 0 {
+	if fe := append(append(sc.validate(), sc.validateSpeed()...), sc.validateSharing()...); len(fe) > 0 {
 		return nil, sc.problems(fe)
 	}
 	return sc, nil

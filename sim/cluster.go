@@ -514,7 +514,11 @@ func (c *Cluster) Clone() *Cluster {
 // each with room for one replica (GPUs, CPU, memory), or counting several replicas
 // per node where they fit. The error says why not.
 func (c *Cluster) Feasible(s *JobSpec) error {
+	if s.MIGProfile != "" {
+		return fmt.Errorf("mig_profile %q: MIG instances are not simulated yet", s.MIGProfile)
+	}
 	perModel := make([]int64, len(c.models))
+	memOver := false
 	var best int32
 	anyNode := false
 	for i := range c.nodes {
@@ -523,6 +527,10 @@ func (c *Cluster) Feasible(s *JobSpec) error {
 			best = n.GPUs
 		}
 		if s.GPUsPerReplica > 0 && !s.AllowsModel(n.GPUModel) {
+			continue
+		}
+		if s.GPUsPerReplica > 0 && s.GPUMemMiB > 0 && n.GPUMemMiB > 0 && s.GPUMemMiB > n.GPUMemMiB {
+			memOver = true
 			continue
 		}
 		k := int64(1 << 40)
@@ -547,6 +555,9 @@ func (c *Cluster) Feasible(s *JobSpec) error {
 		if perModel[m] >= int64(s.Replicas) {
 			return nil
 		}
+	}
+	if !anyNode && memOver {
+		return fmt.Errorf("gpu_mem_mib %d: more than the GPU memory of every allowed node", s.GPUMemMiB)
 	}
 	if !anyNode {
 		return fmt.Errorf("needs %d GPUs (models %v), %d mCPU and %d MiB per replica; no node has that (largest node has %d GPUs)",

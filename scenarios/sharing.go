@@ -1,0 +1,166 @@
+package scenarios
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gpusim/gpusim/sim"
+)
+
+// PoolSharing is a pool's device-level GPU sharing (`cluster.pools[].sharing`,
+// docs/sharing.md "Scenario fields"): how each GPU of the pool's nodes is shared.
+type PoolSharing struct {
+	// Mode is exclusive (default), timeslice or mps (mig is reserved: an error
+	// until the MIG model lands).
+	Mode string `yaml:"mode"`
+	// Clients is the most jobs one GPU holds (the device plugin's replicas;
+	// default 4, at most 48 as for MPS).
+	Clients int32 `yaml:"clients"`
+}
+
+// InterferenceSpec is the scenario block `interference:`: where co-located jobs'
+// speed factors come from. Without path, every co-location uses the fallback.
+type InterferenceSpec struct {
+	// Path is a calibrate InterferenceMatrix (gpusim/v1alpha1), relative to the
+	// scenario file.
+	Path string `yaml:"path"`
+	// Default is the fallback factor of each of two co-located jobs when their
+	// pair was not measured (0 = an even split, 1/k for k jobs).
+	Default float64 `yaml:"default"`
+	// UseUtilisation: the fallback uses the jobs' solo SM utilisation (sm_util).
+	UseUtilisation bool `yaml:"useUtilisation"`
+	// SwitchOverhead is the fraction of a time-sliced GPU lost to context switches
+	// in the fallback only (a measured factor already includes it); in [0, 1).
+	SwitchOverhead float64 `yaml:"switchOverhead"`
+}
+
+// sharingOn reports whether the scenario configures device-level sharing: an
+// interference block or a pool whose GPUs are not exclusive.
+func (s *Scenario) sharingOn() bool {
+	if s.Interference != nil {
+		return true
+	}
+	for _, p := range s.Cluster.Pools {
+		if p.Sharing != nil && p.Sharing.Mode != "" && p.Sharing.Mode != "exclusive" {
+			return true
+		}
+	}
+	return false
+}
+
+// validateSharing checks the pools' sharing blocks and the interference block.
+func (s *Scenario) validateSharing() sim.FieldErrors {
+	var fe sim.FieldErrors
+	for i, p := range s.Cluster.Pools {
+		if p.Sharing == nil {
+			continue
+		}
+		path := fmt.Sprintf("cluster.pools[%d].sharing", i)
+		m, err := sim.ParseSharingMode(p.Sharing.Mode)
+		switch {
+		case err != nil:
+			fe.Add(path+".mode", "%v", err)
+		case m == sim.ShareMIG:
+			fe.Add(path+".mode", "mig is not simulated yet (use timeslice or mps)")
+		}
+		if p.Sharing.Clients < 0 || p.Sharing.Clients > 48 {
+			fe.Add(path+".clients", "must be in 0..48 (0 = default %d)", sim.DefaultSharingClients)
+		}
+	}
+	if in := s.Interference; in != nil {
+		if !(in.Default >= 0 && in.Default <= 1) {
+			fe.Add("interference.default", "must be in [0, 1] (0 = even split)")
+		}
+		if !(in.SwitchOverhead >= 0 && in.SwitchOverhead < 1) {
+			fe.Add("interference.switchOverhead", "must be in [0, 1)")
+		}
+		if in.Path != "" && !interferenceLoaderSet() {
+			fe.Add("interference.path", "reading a measured matrix is not available in this build")
+		}
+	}
+	return fe
+}
+
+// poolSharing applies a pool's sharing block to one of its nodes.
+func poolSharing(p PoolSpec, n *sim.NodeSpec) {
+	if p.Sharing == nil {
+		return
+	}
+	n.Sharing, _ = sim.ParseSharingMode(p.Sharing.Mode) // validated
+	n.SharingClients = p.Sharing.Clients
+}
+
+// SharingConfig returns the engine's sharing settings, or nil when the scenario
+// configures no sharing (then every output is as without the feature).
+func (s *Scenario) SharingConfig() (*sim.SharingConfig, error) {
+	if !s.sharingOn() {
+		return nil, nil
+	}
+	cfg := &sim.SharingConfig{}
+	in := s.Interference
+	if in == nil {
+		return cfg, nil
+	}
+	cfg.SwitchOverhead = in.SwitchOverhead
+	if in.Path != "" {
+		t, err := loadInterference(s.Resolve(in.Path), *in)
+		if err != nil {
+			return nil, s.fieldErr("interference.path", err)
+		}
+		cfg.Interference = t
+		return cfg, nil
+	}
+	if in.Default > 0 || in.UseUtilisation {
+		cfg.Interference = fallbackOnly{spec: *in}
+	}
+	return cfg, nil
+}
+
+// loadInterference reads a measured matrix into an Interference (set by the
+// calibrate adapter; nil in a build without it).
+var loadInterference func(path string, spec InterferenceSpec) (sim.Interference, error)
+
+func interferenceLoaderSet() bool { return loadInterference != nil }
+
+// fallbackOnly is the interference model without a measured matrix: each of k
+// co-located jobs runs at Default (k = 2) or Default^(k-1)... see factor.
+type fallbackOnly struct{ spec InterferenceSpec }
+
+func (fallbackOnly) WorkloadID(string) (int32, bool) { return -1, false }
+
+func (f fallbackOnly) Factors(_ string, mode sim.SharingMode, _ []int32, solo []float64, out []float64) bool {
+	fallbackFactors(f.spec, mode, solo, out)
+	return false
+}
+
+// fallbackFactors is the documented fallback (docs/sharing.md, "Interference
+// fallback"): with useUtilisation and every job's sm_util known, job i gets
+// min(1, 1/sum of utilisations) (jobs that together need less than the whole GPU
+// do not slow down); otherwise each of k jobs gets default x 2/k when default is
+// set (the pair factor scaled to k jobs) or 1/k. Time slicing then loses the
+// switch overhead.
+func fallbackFactors(spec InterferenceSpec, mode sim.SharingMode, solo []float64, out []float64) {
+	k := float64(len(out))
+	f := 1 / k
+	if spec.Default > 0 {
+		f = min(1, spec.Default*2/k)
+	}
+	if spec.UseUtilisation {
+		sum, known := 0.0, true
+		for _, u := range solo {
+			if !(u > 0) {
+				known = false
+			}
+			sum += u
+		}
+		if known {
+			f = math.Min(1, 1/sum)
+		}
+	}
+	if mode == sim.ShareTimeSlice {
+		f *= 1 - spec.SwitchOverhead
+	}
+	for i := range out {
+		out[i] = f
+	}
+}
