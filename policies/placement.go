@@ -124,7 +124,7 @@ func (b *bucketPlacer) Place(c *sim.Cluster, j *sim.Job, out *Placement) bool {
 	case s.Fractional() && !c.SharingOn():
 		return b.placeFractional(c, s, out)
 	}
-	colocate := c.SharingOn() && s.Sharing != sim.AcceptExclusive
+	colocate := c.SharingOn() && s.Accepts() != sim.AcceptExclusive
 	if colocate && b.mode != spread && b.placeShared(c, s, out) {
 		return true
 	}

@@ -96,6 +96,16 @@ func (s *JobSpec) GPUDemandMilli() int64 {
 // Fractional reports whether the job shares a GPU (GPUMilli < 1000).
 func (s *JobSpec) Fractional() bool { return s.GPUsPerReplica > 0 && s.GPUMilli < WholeGPU }
 
+// Accepts is the GPU sharing the job accepts in effect: its Sharing field, except
+// that a fractional job (gpu_milli < 1000, e.g. an openb pod) with the default
+// exclusive accepts any shared mode, since it is a GPU share by nature.
+func (s *JobSpec) Accepts() JobSharing {
+	if s.Sharing == AcceptExclusive && s.Fractional() {
+		return AcceptAny
+	}
+	return s.Sharing
+}
+
 // AllowsModel reports whether the job may run on GPUs of model m.
 func (s *JobSpec) AllowsModel(m string) bool {
 	if len(s.GPUModels) == 0 {

@@ -179,7 +179,7 @@ func (c *Cluster) sharer(s *JobSpec, g GPUID) bool {
 		return false
 	}
 	m := c.gpuMode[g]
-	return (m == ShareTimeSlice || m == ShareMPS) && s.Sharing.Accepts(m)
+	return (m == ShareTimeSlice || m == ShareMPS) && s.Accepts().Accepts(m)
 }
 
 // GPUMode returns GPU g's sharing mode.

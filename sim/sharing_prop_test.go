@@ -69,7 +69,7 @@ func (c *shareChecker) Schedule(v *sim.View, p *sim.Plan) error {
 	excl := map[sim.GPUID]int{}
 	for _, j := range v.Running() {
 		for _, g := range j.GPUs {
-			if cl.GPUMode(g) != sim.ShareExclusive && j.Spec.Sharing.Accepts(cl.GPUMode(g)) {
+			if cl.GPUMode(g) != sim.ShareExclusive && j.Spec.Accepts().Accepts(cl.GPUMode(g)) {
 				mem[g] += j.Spec.GPUMemMiB
 				n[g]++
 			} else {

@@ -309,3 +309,20 @@ func abs(x float64) float64 {
 	}
 	return x
 }
+
+// A fractional (openb-style, gpu_milli < 1000) job with the default sharing
+// accepts any mode: on an MPS GPU two such pods share (even split 0.5 each), each
+// capped by its active-thread percentage: A (500 milli) 0.5, B (250) 0.25. B's
+// 10 s of work end at 40 s, when A has 20 s done; alone, A is still capped at 0.5:
+// 30 s of work in 60 s, ending at 100 s.
+func TestFractionalJobSharesMPS(t *testing.T) {
+	c, _ := sim.NewCluster(shareNodes(sim.ShareMPS, 1))
+	a, b := shareJob("A", 50, ""), shareJob("B", 10, "")
+	a.Sharing, b.Sharing = sim.AcceptExclusive, sim.AcceptExclusive
+	a.GPUMilli, b.GPUMilli = 500, 250
+	res := runShare(t, sim.Config{Cluster: c, Jobs: []sim.JobSpec{a, b},
+		Policy: &pin{gpu: map[sim.JobID]sim.GPUID{"A": 0, "B": 0}}, Sharing: &sim.SharingConfig{}})
+	if ja, jb := jobByID(t, res, "A"), jobByID(t, res, "B"); us(jb.End) != 40_000_000 || us(ja.End) != 100_000_000 || us(jb.FirstStart) != 0 {
+		t.Errorf("A ends %d, B runs %d..%d µs; want 100 s, 0..40 s", us(ja.End), us(jb.FirstStart), us(jb.End))
+	}
+}
