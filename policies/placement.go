@@ -292,7 +292,7 @@ func (b *bucketPlacer) placeFractional(c *sim.Cluster, s *sim.JobSpec, out *Plac
 		first, end := c.NodeGPUs(n)
 		for gpu := first; gpu < end; gpu++ {
 			spare := sim.WholeGPU - c.GPUUsed(gpu)
-			if spare < s.GPUMilli {
+			if spare < s.GPUMilli || c.GPUMode(gpu) != sim.ShareExclusive && !c.CanShare(s, gpu) {
 				continue
 			}
 			better := bestGPU < 0

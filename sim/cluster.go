@@ -72,6 +72,11 @@ type NodeSpec struct {
 	// (0 = DefaultSharingClients).
 	Sharing        SharingMode
 	SharingClients int32
+	// MIGProfiles is the initial MIG layout of each GPU in mode ShareMIG
+	// (profile names placed in order); MIGReconfigureCost is how long a
+	// reconfiguration makes a GPU unusable.
+	MIGProfiles        []string
+	MIGReconfigureCost Duration
 }
 
 // Domain is a node of the topology tree.
@@ -116,6 +121,7 @@ type Cluster struct {
 	shrN    []int16 // sharers per GPU
 	shrMem  []int64 // GPU memory used by sharers (MiB)
 	shrOpen bitset  // GPUs with sharers and room for another client
+	mig     *migState
 }
 
 type bitset []uint64
@@ -161,8 +167,8 @@ func NewCluster(nodes []NodeSpec) (*Cluster, error) {
 		if n.Sharing >= numSharingModes || n.SharingClients < 0 || n.SharingClients > 48 {
 			return nil, fmt.Errorf("node %d (%s): invalid sharing mode %d or clients %d (want 0..48)", i, n.Name, n.Sharing, n.SharingClients)
 		}
-		if n.Sharing == ShareMIG {
-			return nil, fmt.Errorf("node %d (%s): sharing mode mig is not simulated yet", i, n.Name)
+		if n.Sharing != ShareMIG && len(n.MIGProfiles) > 0 {
+			return nil, fmt.Errorf("node %d (%s): MIG profiles without sharing mode mig", i, n.Name)
 		}
 		if n.GPUs > 0 {
 			mset[n.GPUModel] = true
@@ -506,6 +512,15 @@ func (c *Cluster) Clone() *Cluster {
 		d.shrMem = append([]int64(nil), c.shrMem...)
 		d.shrOpen = append(bitset(nil), c.shrOpen...)
 	}
+	if c.mig != nil {
+		m := *c.mig
+		m.busy = append([]bool(nil), c.mig.busy...)
+		m.inst = make([][]MIGInstance, len(c.mig.inst))
+		for g, in := range c.mig.inst {
+			m.inst[g] = append([]MIGInstance(nil), in...)
+		}
+		d.mig = &m
+	}
 	return &d
 }
 
@@ -514,8 +529,8 @@ func (c *Cluster) Clone() *Cluster {
 // each with room for one replica (GPUs, CPU, memory), or counting several replicas
 // per node where they fit. The error says why not.
 func (c *Cluster) Feasible(s *JobSpec) error {
-	if s.MIGProfile != "" {
-		return fmt.Errorf("mig_profile %q: MIG instances are not simulated yet", s.MIGProfile)
+	if s.MIGProfile != "" && !c.migProfileExists(s) {
+		return fmt.Errorf("mig_profile %q: no allowed node has MIG-mode GPUs whose model has that profile", s.MIGProfile)
 	}
 	perModel := make([]int64, len(c.models))
 	memOver := false
@@ -528,6 +543,9 @@ func (c *Cluster) Feasible(s *JobSpec) error {
 		}
 		if s.GPUsPerReplica > 0 && !s.AllowsModel(n.GPUModel) {
 			continue
+		}
+		if s.GPUsPerReplica > 0 && n.Sharing == ShareMIG && !(s.Replicas == 1 && s.GPUsPerReplica == 1 && s.Accepts().Accepts(ShareMIG)) {
+			continue // MIG-mode GPUs hold MIG jobs only
 		}
 		if s.GPUsPerReplica > 0 && s.GPUMemMiB > 0 && n.GPUMemMiB > 0 && s.GPUMemMiB > n.GPUMemMiB {
 			memOver = true

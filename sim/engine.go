@@ -304,6 +304,10 @@ func (e *Engine) Run(ctx context.Context) (*Result, error) {
 			e.events++
 			dirty = true
 		}
+		for e.q.Len() > 0 && e.q.top().t == t && e.q.top().kind == qReconf {
+			e.reconfDone(GPUID(e.q.pop().job))
+			dirty = true
+		}
 		if !dirty {
 			continue
 		}
@@ -524,6 +528,9 @@ func (e *Engine) applyStart(s *Start) error {
 				}
 				continue
 			}
+			if c.gpuMode != nil && c.gpuMode[gpu] == ShareMIG {
+				return fmt.Errorf("replica %d: GPU %d on node %s is in MIG mode: only a 1-GPU job that accepts mig can use it", r, gpu, c.nodes[n].Name)
+			}
 			if milli >= WholeGPU && c.gpuUsed[gpu] != 0 || c.gpuUsed[gpu]+milli > WholeGPU {
 				return fmt.Errorf("replica %d: GPU %d on node %s has %d milli free, needs %d", r, gpu, c.nodes[n].Name, WholeGPU-c.gpuUsed[gpu], milli)
 			}
@@ -536,7 +543,7 @@ func (e *Engine) applyStart(s *Start) error {
 			}
 		}
 		if len(gs) == 1 && c.sharer(sp, gs[0]) {
-			e.chargeShare(n, gs[0], sp, mem, +1)
+			e.chargeShare(n, gs[0], j, mem, +1)
 		} else {
 			e.chargeReplica(n, gs, milli, sp.CPUMilli, mem, +1)
 		}

@@ -258,6 +258,7 @@ type Job struct {
 	speedWall  Duration
 	sharedWall Duration
 	minSpeed   float64
+	migIdx     int16 // MIG instance index on its GPU
 }
 
 // MeanSpeed is the job's time-weighted mean speed over all its runs (sharing

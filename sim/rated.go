@@ -23,6 +23,11 @@ func (e *Engine) initShare() error {
 		solo:    make([]float64, clients),
 		out:     make([]float64, clients),
 	}
+	if c.mig == nil && c.gpuMode != nil && slices.Contains(c.gpuMode, ShareMIG) {
+		if err := c.EnableMIG(e.cfg.Sharing.MIG); err != nil {
+			return err
+		}
+	}
 	if in := e.cfg.Sharing.Interference; in != nil {
 		for i := range e.jobs {
 			if w := e.jobs[i].Spec.Workload; w != "" {
@@ -48,8 +53,17 @@ func (sh *shareState) integrate(dt float64) {
 
 // chargeShare charges (sign > 0) or releases a sharer's node CPU/memory and its
 // share of GPU g.
-func (e *Engine) chargeShare(n NodeID, g GPUID, sp *JobSpec, mem int64, sign int) {
+func (e *Engine) chargeShare(n NodeID, g GPUID, j *Job, mem int64, sign int) {
 	c := e.cluster
+	sp := &j.Spec
+	if c.gpuMode[g] == ShareMIG {
+		if sign > 0 {
+			j.migIdx = int16(c.migPick(sp, g)) // validated by CanShare
+			c.mig.inst[g][j.migIdx].Job = j.Ref
+		} else {
+			c.mig.inst[g][j.migIdx].Job = -1
+		}
+	}
 	if sign > 0 {
 		c.allocate(n, nil, 0, sp.CPUMilli, mem)
 		if c.gpuUsed[g] == 0 {
@@ -101,7 +115,7 @@ func (e *Engine) stopRated(j *Job, mem int64) {
 	sharer := e.isSharer(j)
 	if sharer {
 		gpu := j.GPUs[0]
-		e.chargeShare(j.Nodes[0], gpu, sp, mem, -1)
+		e.chargeShare(j.Nodes[0], gpu, j, mem, -1)
 		l := sh.jobs[gpu]
 		if i, ok := slices.BinarySearch(l, j.Ref); ok {
 			sh.jobs[gpu] = slices.Delete(l, i, i+1)

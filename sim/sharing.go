@@ -122,6 +122,9 @@ type SharingConfig struct {
 	// of k time-sliced or MPS jobs runs at 1/k, minus SwitchOverhead for time
 	// slicing).
 	Interference Interference
+	// MIG gives the MIG geometry of GPU models (needed when a node is in mode
+	// ShareMIG, unless the cluster was set up with Cluster.EnableMIG).
+	MIG MIGLookup
 	// SwitchOverhead is the fraction of a time-sliced GPU lost to context
 	// switches when no Interference is given (a measured factor already includes
 	// it): each of k >= 2 jobs runs at (1-SwitchOverhead)/k. In [0, 1).
@@ -179,7 +182,7 @@ func (c *Cluster) sharer(s *JobSpec, g GPUID) bool {
 		return false
 	}
 	m := c.gpuMode[g]
-	return (m == ShareTimeSlice || m == ShareMPS) && s.Accepts().Accepts(m)
+	return m != ShareExclusive && s.Accepts().Accepts(m)
 }
 
 // GPUMode returns GPU g's sharing mode.
@@ -216,6 +219,9 @@ func (c *Cluster) SharingOn() bool { return c.gpuMode != nil }
 func (c *Cluster) CanShare(s *JobSpec, g GPUID) bool {
 	if !c.sharer(s, g) {
 		return false
+	}
+	if c.gpuMode[g] == ShareMIG {
+		return c.migPick(s, g) >= 0
 	}
 	n := c.shrN[g]
 	if n == 0 && c.gpuUsed[g] != 0 {
@@ -290,6 +296,14 @@ func (c *Cluster) shareLeave(g GPUID, mem int64) {
 }
 
 func (c *Cluster) updateOpen(g GPUID) {
+	if c.gpuMode[g] == ShareMIG {
+		if c.mig != nil && c.migOpen(g) {
+			c.shrOpen.set(int(g))
+		} else {
+			c.shrOpen.clear(int(g))
+		}
+		return
+	}
 	if n := int32(c.shrN[g]); n > 0 && n < c.clients(&c.nodes[c.gpuNode[g]]) {
 		c.shrOpen.set(int(g))
 	} else {
@@ -302,6 +316,9 @@ func (c *Cluster) setGPUUsed(g GPUID, v MilliGPU) {
 	before := c.gpuUsed[g]
 	c.gpuUsed[g] = v
 	c.allocMilli += int64(v - before)
+	if c.gpuMode[g] == ShareMIG {
+		return // never in the whole-free indexes
+	}
 	if before == 0 && v != 0 {
 		c.wholeDelta(g, -1)
 	} else if before != 0 && v == 0 {
@@ -333,6 +350,10 @@ func (e *Engine) reshare(g GPUID) {
 	mode := c.gpuMode[g]
 	out := sh.out[:k]
 	switch {
+	case mode == ShareMIG:
+		for i, r := range list {
+			out[i] = e.migSpeed(&e.jobs[r]) // isolated instances: no interference
+		}
 	case k == 1:
 		out[0] = 1
 	case e.cfg.Sharing.Interference != nil:
@@ -377,6 +398,9 @@ func (e *Engine) reshare(g GPUID) {
 		e.setSpeed(j, j.base*f)
 	}
 	sh.factSum[g] = sum
+	if mode == ShareMIG {
+		sum = 1 // no interference loss between isolated instances
+	}
 	e.setLoss(g, sum, k)
 }
 
