@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"testing"
 
@@ -100,7 +101,7 @@ func genShareJobs(t *rapid.T, wls int) []sim.JobSpec {
 	for i := range jobs {
 		s := sim.JobSpec{ID: sim.JobID(fmt.Sprintf("j%02d", i)), Replicas: 1, GPUsPerReplica: 1, GPUMilli: sim.WholeGPU,
 			Submit:   sim.Time(rapid.IntRange(0, 200).Draw(t, "submit")) * sim.Time(sim.Second),
-			Duration: sim.Duration(rapid.IntRange(1, 300_000_000).Draw(t, "dur"))}
+			Duration: 10*sim.Second + sim.Duration(rapid.IntRange(1, 300_000_000).Draw(t, "dur"))}
 		if rapid.IntRange(0, 9).Draw(t, "share") < 7 {
 			s.Sharing = sim.AcceptAny
 			s.GPUMemMiB = int64(rapid.IntRange(0, 40000).Draw(t, "mem"))
@@ -288,4 +289,161 @@ func refWallFor(r sim.Duration, s float64) sim.Duration {
 		}
 	}
 	return lo
+}
+
+// shareChaos wraps a policy and, at each scheduling point, preempts a drawn running
+// job (requeue or kill: fifo does not resume suspended jobs on their nodes) and
+// sometimes reconfigures an empty MIG GPU.
+type shareChaos struct {
+	sim.Policy
+	t     *rapid.T
+	n     int
+	modes []sim.PreemptMode
+}
+
+func (c *shareChaos) Observe(v *sim.View, e sim.Event) {
+	if o, ok := c.Policy.(sim.Observer); ok {
+		o.Observe(v, e)
+	}
+}
+
+func (c *shareChaos) Schedule(v *sim.View, p *sim.Plan) error {
+	c.n++
+	run := v.Running()
+	if len(run) > 0 {
+		p.Wake(v.Now().Add(7 * sim.Second)) // more scheduling points to act at
+	}
+	if len(run) > 0 && c.n%2 == 0 {
+		j := run[c.n%len(run)]
+		if j.Preemptible(v.Now()) {
+			mode := c.modes[c.n%len(c.modes)]
+			if err := p.AddPreemptAfterGrace(j.Ref, mode, "chaos", sim.Duration(c.n%5)*sim.Second); err != nil {
+				return err
+			}
+		}
+	}
+	cl := v.Cluster()
+	for g := sim.GPUID(0); int64(g) < cl.NumGPUs(); g++ {
+		if cl.GPUMode(g) == sim.ShareMIG && cl.Sharers(g) == 0 && !cl.MIGReconfiguring(g) && c.n%4 == 1 {
+			layouts := [][]string{{"7g.80gb"}, {"3g.40gb", "3g.40gb"}, {"4g.40gb", "2g.20gb", "1g.10gb"}, {"2g.20gb", "2g.20gb", "2g.20gb", "1g.10gb"}}
+			if err := p.AddReconfigure(g, layouts[c.n%len(layouts)]); err != nil {
+				return err
+			}
+		}
+	}
+	if err := c.Policy.Schedule(v, p); err != nil {
+		return err
+	}
+	// invariants after the decisions: memory and clients per shared GPU, MIG
+	// instances disjoint and each held by its one running job
+	used := map[sim.GPUID]int64{}
+	for _, j := range v.Running() {
+		if len(j.GPUs) == 1 && cl.GPUMode(j.GPUs[0]) != sim.ShareExclusive && j.Spec.Accepts().Accepts(cl.GPUMode(j.GPUs[0])) {
+			used[j.GPUs[0]] += j.Spec.GPUMemMiB
+		}
+	}
+	for g := sim.GPUID(0); int64(g) < cl.NumGPUs(); g++ {
+		nd := cl.Node(cl.GPUNode(g))
+		switch cl.GPUMode(g) {
+		case sim.ShareTimeSlice, sim.ShareMPS:
+			if used[g] > nd.GPUMemMiB || cl.Sharers(g) > int(max(nd.SharingClients, sim.DefaultSharingClients)) {
+				c.t.Fatalf("GPU %d: %d MiB of %d, %d sharers", g, used[g], nd.GPUMemMiB, cl.Sharers(g))
+			}
+		case sim.ShareMIG:
+			var slices uint8
+			held := 0
+			geo := cl.MIGGeometryOf(g)
+			for _, in := range cl.MIGInstances(g) {
+				mask := uint8((1<<fakeProfiles[in.Profile].mem - 1) << in.Start)
+				if slices&mask != 0 {
+					c.t.Fatalf("GPU %d: MIG instances overlap: %+v", g, cl.MIGInstances(g))
+				}
+				slices |= mask
+				if in.Job >= 0 {
+					held++
+					if j := v.Job(in.Job); j.State != sim.StateRunning || j.GPUs[0] != g || geo.MemoryMiB(int(in.Profile)) < j.Spec.GPUMemMiB && j.Spec.MIGProfile == "" {
+						c.t.Fatalf("GPU %d: instance %+v held by %s (%s)", g, in, j.Spec.ID, j.State)
+					}
+				}
+			}
+			if held != cl.Sharers(g) {
+				c.t.Fatalf("GPU %d: %d instances held, %d sharers", g, held, cl.Sharers(g))
+			}
+		}
+	}
+	return nil
+}
+
+// Requeue and kill preemptions, checkpoints, MIG reconfigurations, time slicing and
+// MPS together: the invariants hold at every scheduling point, every job ends
+// in a final state with its work within [0, duration], and the run is
+// deterministic under input shuffles.
+func TestSharingChaos(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		jobs := genShareJobs(t, 4)
+		for i := range jobs {
+			if jobs[i].Sharing == sim.AcceptAny && rapid.IntRange(0, 3).Draw(t, "mig") == 0 {
+				jobs[i].Sharing = sim.AcceptMIG
+				jobs[i].GPUMemMiB %= 20000
+			}
+		}
+		nodes := []sim.NodeSpec{
+			{Name: "ts", GPUModel: "h100", GPUs: 2, GPUMemMiB: 80000, CPUMilli: 1000, MemoryMiB: 1000, Sharing: sim.ShareTimeSlice, SharingClients: 3},
+			{Name: "mps", GPUModel: "h100", GPUs: 2, GPUMemMiB: 80000, CPUMilli: 1000, MemoryMiB: 1000, Sharing: sim.ShareMPS},
+			{Name: "mig", GPUModel: "a100", GPUs: 2, GPUMemMiB: 81920, CPUMilli: 1000, MemoryMiB: 1000, Sharing: sim.ShareMIG,
+				MIGProfiles: []string{"3g.40gb", "2g.20gb", "1g.10gb"}, MIGReconfigureCost: sim.Duration(rapid.IntRange(0, 30).Draw(t, "reconf")) * sim.Second},
+			{Name: "x", GPUModel: "h100", GPUs: 2, GPUMemMiB: 80000, CPUMilli: 1000, MemoryMiB: 1000},
+		}
+		iv := sim.Duration(rapid.IntRange(0, 3).Draw(t, "ckpt")) * 20 * sim.Second
+		save := sim.Duration(rapid.IntRange(0, 3).Draw(t, "save")) * sim.Second
+		place := rapid.SampledFrom([]string{"first-fit", "best-fit", "spread"}).Draw(t, "placement")
+		run := func(js []sim.JobSpec) *sim.Result {
+			cl, err := sim.NewCluster(nodes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pol, err := policies.New("fifo", yamlNode("placement: "+place))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := sim.NewEngine(sim.Config{Cluster: cl, Jobs: js, Seed: 1, EnforceWalltime: true,
+				Policy:             &shareChaos{Policy: pol, t: t, modes: []sim.PreemptMode{sim.PreemptRequeue, sim.PreemptKill, sim.PreemptRequeue}},
+				CheckpointInterval: iv, CheckpointSave: save, CheckpointRestore: save, CheckpointOnSignal: true,
+				Sharing: &sim.SharingConfig{Interference: hashInterf{n: 4}, MIG: migLookup}, LivelockPreemptions: -1, SampleInterval: 30 * sim.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := e.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		res := run(jobs)
+		if os.Getenv("GPUSIM_CHAOS_DEBUG") != "" {
+			pre := 0
+			for i := range res.Jobs {
+				pre += int(res.Jobs[i].Preempted)
+			}
+			fmt.Println("chaos:", len(jobs), "jobs", pre, "preemptions", res.Sharing.MIGReconfigurations, "reconfigurations", res.Sharing.Measured, "measured")
+		}
+		for i := range res.Jobs {
+			j := &res.Jobs[i]
+			switch j.State {
+			case sim.StateCompleted, sim.StateKilled, sim.StateTimeout:
+			default:
+				if cl := res.Cluster; j.Spec.Sharing != sim.AcceptMIG || cl == nil {
+					t.Fatalf("job %s ended %s", j.Spec.ID, j.State)
+				}
+			}
+			if j.Done < 0 || j.Done > j.Spec.Duration || j.Overhead < 0 || j.Wasted < 0 {
+				t.Fatalf("job %s: done %d of %d, wasted %d, overhead %d", j.Spec.ID, j.Done, j.Spec.Duration, j.Wasted, j.Overhead)
+			}
+		}
+		shuffled := slices.Clone(jobs)
+		slices.Reverse(shuffled)
+		if a, b := logText(res), logText(run(shuffled)); a != b {
+			t.Fatalf("shuffled input changed the log")
+		}
+	})
 }
