@@ -80,6 +80,9 @@ func (s *Scenario) fieldErr(path string, err error) error {
 // the scenario seed) or the trace (with its filters and transforms). Every job is
 // checked against the empty cluster: a job that can never run is an error.
 func (s *Scenario) Jobs(c *sim.Cluster) ([]sim.JobSpec, *traces.ImportReport, error) {
+	if err := s.enableMIG(c); err != nil {
+		return nil, nil, err
+	}
 	var jobs []sim.JobSpec
 	var rep *traces.ImportReport
 	var path string

@@ -4,18 +4,24 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/sim"
 )
 
 // PoolSharing is a pool's device-level GPU sharing (`cluster.pools[].sharing`,
 // docs/sharing.md "Scenario fields"): how each GPU of the pool's nodes is shared.
 type PoolSharing struct {
-	// Mode is exclusive (default), timeslice or mps (mig is reserved: an error
-	// until the MIG model lands).
+	// Mode is exclusive (default), timeslice, mps or mig.
 	Mode string `yaml:"mode"`
 	// Clients is the most jobs one GPU holds (the device plugin's replicas;
-	// default 4, at most 48 as for MPS).
+	// default 4, at most 48 as for MPS); not used by mig.
 	Clients int32 `yaml:"clients"`
+	// MIGProfiles is each GPU's initial MIG layout (mode mig): profile names
+	// placed in order at their first valid start (e.g. [3g.40gb, 2g.20gb, 1g.10gb]).
+	MIGProfiles []string `yaml:"migProfiles"`
+	// MIGReconfigureCost is how long a policy's reconfiguration of one GPU's
+	// layout makes it unusable (default 0).
+	MIGReconfigureCost policies.Dur `yaml:"migReconfigureCost"`
 }
 
 // InterferenceSpec is the scenario block `interference:`: where co-located jobs'
@@ -60,8 +66,15 @@ func (s *Scenario) validateSharing() sim.FieldErrors {
 		switch {
 		case err != nil:
 			fe.Add(path+".mode", "%v", err)
-		case m == sim.ShareMIG:
-			fe.Add(path+".mode", "mig is not simulated yet (use timeslice or mps)")
+		case m == sim.ShareMIG && migLookup == nil:
+			fe.Add(path+".mode", "mig needs the MIG geometry tables (package sim/mig), not in this build")
+		case m == sim.ShareMIG && len(p.Sharing.MIGProfiles) == 0:
+			fe.Add(path+".migProfiles", "mode mig needs the GPUs' initial layout (profile names)")
+		case m != sim.ShareMIG && len(p.Sharing.MIGProfiles) > 0:
+			fe.Add(path+".migProfiles", "only for mode mig")
+		}
+		if p.Sharing.MIGReconfigureCost < 0 {
+			fe.Add(path+".migReconfigureCost", "must be >= 0")
 		}
 		if p.Sharing.Clients < 0 || p.Sharing.Clients > 48 {
 			fe.Add(path+".clients", "must be in 0..48 (0 = default %d)", sim.DefaultSharingClients)
@@ -88,6 +101,24 @@ func poolSharing(p PoolSpec, n *sim.NodeSpec) {
 	}
 	n.Sharing, _ = sim.ParseSharingMode(p.Sharing.Mode) // validated
 	n.SharingClients = p.Sharing.Clients
+	n.MIGProfiles = p.Sharing.MIGProfiles
+	n.MIGReconfigureCost = sim.Duration(p.Sharing.MIGReconfigureCost)
+}
+
+// migLookup gives MIG geometries (set by the sim/mig adapter; nil in a build
+// without it, where mode mig is a validation error).
+var migLookup sim.MIGLookup
+
+// enableMIG sets up the MIG layouts of the scenario cluster's MIG-mode GPUs
+// (so that feasibility checks see them); errors name the pools.
+func (s *Scenario) enableMIG(c *sim.Cluster) error {
+	if migLookup == nil {
+		return nil
+	}
+	if err := c.EnableMIG(migLookup); err != nil {
+		return s.fieldErr("cluster.pools", err)
+	}
+	return nil
 }
 
 // SharingConfig returns the engine's sharing settings, or nil when the scenario
@@ -96,7 +127,7 @@ func (s *Scenario) SharingConfig() (*sim.SharingConfig, error) {
 	if !s.sharingOn() {
 		return nil, nil
 	}
-	cfg := &sim.SharingConfig{}
+	cfg := &sim.SharingConfig{MIG: migLookup}
 	in := s.Interference
 	if in == nil {
 		return cfg, nil

@@ -12,7 +12,7 @@ const (
 	// ShareExclusive: one job per GPU (or FGD milli-GPU bookkeeping with no
 	// interference, the behaviour without sharing).
 	ShareExclusive SharingMode = iota
-	// ShareMIG: the GPU is split into MIG instances (reserved; not simulated yet).
+	// ShareMIG: the GPU is split into isolated MIG instances (see mig.go).
 	ShareMIG
 	// ShareTimeSlice: co-located jobs take turns on the whole GPU (the NVIDIA device
 	// plugin's timeSlicing replicas); their memory must fit together.
@@ -155,7 +155,7 @@ type SharingStats struct {
 	// Measured and Fallback count the co-location changes whose factors came from
 	// the matrix and from the fallback model.
 	Measured, Fallback int64
-	// MIGReconfigurations counts MIG layout changes (always 0 until MIG lands).
+	// MIGReconfigurations counts MIG layout changes (Plan.AddReconfigure).
 	MIGReconfigurations int64
 }
 

@@ -55,6 +55,7 @@ func (f *fakeInterf) name(id int32) string {
 type pin struct {
 	gpu   map[sim.JobID]sim.GPUID
 	acts  []action
+	hold  map[sim.JobID]float64 // a suspended job is not resumed before this time (s)
 	tried []error
 }
 
@@ -79,6 +80,11 @@ func (p *pin) Schedule(v *sim.View, pl *sim.Plan) error {
 	for j := v.PendingHead(); j != nil; {
 		next := v.NextPending(j)
 		g := p.gpu[j.Spec.ID]
+		if h := p.hold[j.Spec.ID]; h > now && j.Suspended() {
+			pl.Wake(sim.Time(sim.Seconds(h)))
+			j = next
+			continue
+		}
 		if c.CanShare(&j.Spec, g) || c.GPUUsed(g) == 0 {
 			if err := pl.AddStart(j.Ref, []sim.NodeID{c.GPUNode(g)}, []sim.GPUID{g}); err != nil {
 				return err
@@ -324,5 +330,25 @@ func TestFractionalJobSharesMPS(t *testing.T) {
 		Policy: &pin{gpu: map[sim.JobID]sim.GPUID{"A": 0, "B": 0}}, Sharing: &sim.SharingConfig{}})
 	if ja, jb := jobByID(t, res, "A"), jobByID(t, res, "B"); us(jb.End) != 40_000_000 || us(ja.End) != 100_000_000 || us(jb.FirstStart) != 0 {
 		t.Errorf("A ends %d, B runs %d..%d µs; want 100 s, 0..40 s", us(ja.End), us(jb.FirstStart), us(jb.End))
+	}
+}
+
+// A suspended sharer keeps its work and leaves its co-runner alone on the GPU:
+// A and B (100 s each) share at 0.5; B is suspended at 20 s (10 s done) and held
+// until 60 s. A: 10 s done at 20 s, then 40 s alone (50 done at 60 s), then 0.5
+// again with B: both have 50 s left -> A ends at 160 s, B (10 + 50 done at
+// 160 s) has 40 s left alone -> 200 s. Suspension wastes nothing.
+func TestSuspendSharer(t *testing.T) {
+	c, _ := sim.NewCluster(shareNodes(sim.ShareTimeSlice, 1))
+	res := runShare(t, sim.Config{Cluster: c, Jobs: []sim.JobSpec{shareJob("A", 100, ""), shareJob("B", 100, "")},
+		Policy: &pin{gpu: map[sim.JobID]sim.GPUID{"A": 0, "B": 0}, acts: []action{{at: 20, job: "B", mode: sim.PreemptSuspend}},
+			hold: map[sim.JobID]float64{"B": 60}},
+		Sharing: &sim.SharingConfig{}})
+	ja, jb := jobByID(t, res, "A"), jobByID(t, res, "B")
+	if us(ja.End) != 160_000_000 || us(jb.End) != 200_000_000 {
+		t.Errorf("A ends %d, B ends %d µs; want 160 s, 200 s", us(ja.End), us(jb.End))
+	}
+	if jb.Wasted != 0 || jb.Preempted != 1 || jb.SharedTime() != 120*sim.Second {
+		t.Errorf("B wasted %s, preempted %d, shared %s; want 0, 1, 120s", jb.Wasted, jb.Preempted, jb.SharedTime())
 	}
 }
