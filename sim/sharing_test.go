@@ -53,10 +53,9 @@ func (f *fakeInterf) name(id int32) string {
 // pin starts each pending job on the GPU its ID maps to, as soon as the engine
 // accepts it there (CanShare for sharers, free otherwise), and preempts by script.
 type pin struct {
-	gpu   map[sim.JobID]sim.GPUID
-	acts  []action
-	hold  map[sim.JobID]float64 // a suspended job is not resumed before this time (s)
-	tried []error
+	gpu  map[sim.JobID]sim.GPUID
+	acts []action
+	hold map[sim.JobID]float64 // a suspended job is not resumed before this time (s)
 }
 
 func (p *pin) Name() string { return "pin" }
