@@ -105,6 +105,9 @@ func (s *Scenario) Jobs(c *sim.Cluster) ([]sim.JobSpec, *traces.ImportReport, er
 	if len(jobs) == 0 {
 		return nil, rep, s.fieldErr(path, fmt.Errorf("the workload has no jobs"))
 	}
+	if err := s.applySharingDefaults(jobs); err != nil {
+		return nil, rep, err
+	}
 	var bad []string
 	for i := range jobs {
 		if err := c.Feasible(&jobs[i]); err != nil {

@@ -54,6 +54,9 @@ type Scenario struct {
 	// Interference, when present, turns on device-level GPU sharing with the
 	// co-location speed factors it describes (see InterferenceSpec).
 	Interference *InterferenceSpec `yaml:"interference"`
+	// SharingDefaults fills the sharing fields of jobs that do not set them,
+	// per job class (see SharingDefault).
+	SharingDefaults map[string]SharingDefault `yaml:"sharingDefaults"`
 
 	file string     // path it was read from ("" when embedded)
 	dir  string     // base directory for relative paths

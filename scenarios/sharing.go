@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"math"
+	"sort"
 
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/sim"
@@ -40,6 +41,79 @@ type InterferenceSpec struct {
 	SwitchOverhead float64 `yaml:"switchOverhead"`
 }
 
+// SharingDefault is one class's entry of `sharingDefaults:` (docs/sharing.md,
+// "Scenario fields"): values for the sharing fields of that class's jobs where
+// the trace or generator left them unset (sharing exclusive, 0, "").
+type SharingDefault struct {
+	Sharing    string  `yaml:"sharing"`
+	GPUMemMiB  int64   `yaml:"gpuMemMiB"`
+	MIGProfile string  `yaml:"migProfile"`
+	SMUtil     float64 `yaml:"smUtil"`
+	Workload   string  `yaml:"workload"`
+}
+
+func (s *Scenario) validateSharingDefaults(fe *sim.FieldErrors) {
+	classes := make([]string, 0, len(s.SharingDefaults))
+	for cls := range s.SharingDefaults {
+		classes = append(classes, cls)
+	}
+	sort.Strings(classes)
+	for _, cls := range classes {
+		d := s.SharingDefaults[cls]
+		path := "sharingDefaults." + cls
+		if _, err := sim.ParseClass(cls); err != nil || cls == "" {
+			fe.Add(path, "unknown job class %q", cls)
+		}
+		if _, err := sim.ParseJobSharing(d.Sharing); err != nil {
+			fe.Add(path+".sharing", "%v", err)
+		}
+		if d.GPUMemMiB < 0 {
+			fe.Add(path+".gpuMemMiB", "must be >= 0")
+		}
+		if !(d.SMUtil >= 0 && d.SMUtil <= 1) {
+			fe.Add(path+".smUtil", "must be in [0, 1]")
+		}
+	}
+}
+
+// applySharingDefaults fills unset sharing fields of jobs from their class's
+// entry; a job the result makes invalid (e.g. a shareable gang) is an error
+// naming the job and the entry.
+func (s *Scenario) applySharingDefaults(jobs []sim.JobSpec) error {
+	if len(s.SharingDefaults) == 0 {
+		return nil
+	}
+	for i := range jobs {
+		j := &jobs[i]
+		d, ok := s.SharingDefaults[string(j.Class)]
+		if !ok {
+			continue
+		}
+		if j.Sharing == sim.AcceptExclusive && d.Sharing != "" {
+			j.Sharing, _ = sim.ParseJobSharing(d.Sharing) // validated
+			if j.Sharing != sim.AcceptExclusive && (j.Replicas != 1 || j.GPUsPerReplica != 1) {
+				j.Sharing = sim.AcceptExclusive // gangs and CPU jobs keep their GPUs to themselves
+			}
+		}
+		if j.GPUMemMiB == 0 {
+			j.GPUMemMiB = d.GPUMemMiB
+		}
+		if j.MIGProfile == "" && j.Sharing != sim.AcceptExclusive {
+			j.MIGProfile = d.MIGProfile
+		}
+		if j.SMUtil == 0 {
+			j.SMUtil = d.SMUtil
+		}
+		if j.Workload == "" {
+			j.Workload = d.Workload
+		}
+		if err := j.Validate(); err != nil {
+			return s.fieldErr("sharingDefaults."+string(j.Class), fmt.Errorf("job %q: %w", j.ID, err))
+		}
+	}
+	return nil
+}
+
 // sharingOn reports whether the scenario configures device-level sharing: an
 // interference block or a pool whose GPUs are not exclusive.
 func (s *Scenario) sharingOn() bool {
@@ -57,6 +131,7 @@ func (s *Scenario) sharingOn() bool {
 // validateSharing checks the pools' sharing blocks and the interference block.
 func (s *Scenario) validateSharing() sim.FieldErrors {
 	var fe sim.FieldErrors
+	s.validateSharingDefaults(&fe)
 	for i, p := range s.Cluster.Pools {
 		if p.Sharing == nil {
 			continue

@@ -115,3 +115,41 @@ policies:
 		}
 	}
 }
+
+// sharingDefaults marks a class's jobs shareable: the demo's experiments
+// (1-GPU ones) share time-sliced GPUs; gangs of the class stay exclusive.
+func TestSharingDefaultsByClass(t *testing.T) {
+	sc, err := Demo([]string{"workload.synthetic.jobs=300",
+		"cluster.pools[0].sharing.mode=timeslice",
+		"sharingDefaults.experiment.sharing=any", "sharingDefaults.experiment.gpuMemMiB=20000", "sharingDefaults.experiment.workload=resnet50"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := Run(context.Background(), sc, RunOptions{Policies: []string{"fifo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := runs[0].Result
+	shared := 0
+	for i := range res.Jobs {
+		j := &res.Jobs[i]
+		if j.Spec.Class != "experiment" {
+			if j.Spec.Sharing != 0 || j.Spec.Workload != "" {
+				t.Fatalf("job %s (%s) got the experiment defaults", j.Spec.ID, j.Spec.Class)
+			}
+			continue
+		}
+		if j.Spec.TotalGPUs() != 1 && j.Spec.Sharing != 0 {
+			t.Fatalf("gang %s made shareable", j.Spec.ID)
+		}
+		if j.SharedTime() > 0 {
+			shared++
+		}
+	}
+	if shared == 0 || runs[0].Summary.Sharing == nil || runs[0].Summary.Sharing.SharedGPUHours == 0 {
+		t.Errorf("no experiment shared a GPU (%d shared jobs)", shared)
+	}
+	if _, err := Demo([]string{"sharingDefaults.trainingg.sharing=any"}); err == nil || !strings.Contains(err.Error(), `sharingDefaults.trainingg: unknown job class "trainingg"`) {
+		t.Errorf("err = %v, want the unknown class named", err)
+	}
+}
