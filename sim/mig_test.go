@@ -199,3 +199,24 @@ func TestMIGErrors(t *testing.T) {
 		t.Error("a whole-GPU job is feasible on a MIG-only cluster")
 	}
 }
+
+// Seven 1g.10gb instances hold seven jobs, each at 1/7 of the GPU.
+func TestMIGSevenInstances(t *testing.T) {
+	c, _ := sim.NewCluster(migNodes("1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb"))
+	var jobs []sim.JobSpec
+	for i := range 8 {
+		j := shareJob(string(rune('A'+i)), 1, "")
+		j.Sharing = sim.AcceptMIG
+		jobs = append(jobs, j)
+	}
+	res := runShare(t, sim.Config{Cluster: c, Jobs: jobs, Policy: drainingMIG{}, Sharing: &sim.SharingConfig{MIG: migLookup}})
+	// 1 s of work at 1/7: 7 s; the eighth job waits for an instance
+	for i := range 7 {
+		if j := &res.Jobs[i]; us(j.End) != 7_000_000 {
+			t.Errorf("%s ends at %d µs, want 7 s", j.Spec.ID, us(j.End))
+		}
+	}
+	if j := &res.Jobs[7]; us(j.FirstStart) != 7_000_000 || us(j.End) != 14_000_000 {
+		t.Errorf("H runs %d..%d µs, want 7..14 s", us(j.FirstStart), us(j.End))
+	}
+}

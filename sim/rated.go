@@ -8,7 +8,7 @@ import "slices"
 
 func (e *Engine) initShare() error {
 	c := e.cluster
-	clients := int32(1)
+	clients := int32(7) // a MIG GPU holds up to 7 instances
 	for i := range c.nodes {
 		if c.nodes[i].Sharing != ShareExclusive {
 			clients = max(clients, c.clients(&c.nodes[i]))
