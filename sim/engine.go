@@ -341,6 +341,11 @@ func (e *Engine) Run(ctx context.Context) (*Result, error) {
 	if e.cfg.SampleInterval > 0 && e.nextSamp == end {
 		e.sample() // the state at End is included when End is on the grid
 	}
+	if e.share != nil {
+		for _, j := range e.running {
+			e.closeSegment(j) // speed metrics of jobs still running at the horizon
+		}
+	}
 	res := &Result{
 		Policy:                     e.policy.Name(),
 		Jobs:                       e.jobs,

@@ -351,3 +351,19 @@ func TestSuspendSharer(t *testing.T) {
 		t.Errorf("B wasted %s, preempted %d, shared %s; want 0, 1, 120s", jb.Wasted, jb.Preempted, jb.SharedTime())
 	}
 }
+
+// At a horizon, jobs still running have their speed metrics up to it: A and B
+// share at 0.5 until the 30 s horizon.
+func TestSharingMetricsAtHorizon(t *testing.T) {
+	c, _ := sim.NewCluster(shareNodes(sim.ShareTimeSlice, 1))
+	res := runShare(t, sim.Config{Cluster: c, Jobs: []sim.JobSpec{shareJob("A", 100, ""), shareJob("B", 100, "")}, Horizon: sim.Time(30 * sim.Second),
+		Policy: &pin{gpu: map[sim.JobID]sim.GPUID{"A": 0, "B": 0}}, Sharing: &sim.SharingConfig{}})
+	for _, id := range []string{"A", "B"} {
+		if j := jobByID(t, res, id); j.State != sim.StateRunning || j.MeanSpeed() != 0.5 || j.SharedTime() != 30*sim.Second {
+			t.Errorf("%s: %s, mean speed %v, shared %s; want running, 0.5, 30s", id, j.State, j.MeanSpeed(), j.SharedTime())
+		}
+	}
+	if st := res.Sharing; abs(st.UsefulGPUSeconds-30) > 1e-9 || abs(st.SharedGPUSeconds-30) > 1e-9 {
+		t.Errorf("stats %+v", st)
+	}
+}
