@@ -153,3 +153,28 @@ func TestSharingDefaultsByClass(t *testing.T) {
 		t.Errorf("err = %v, want the unknown class named", err)
 	}
 }
+
+// The calibrate -> simulate loop example reads its measured matrix: every
+// co-location is measured (pairs only: 2 clients per GPU), none falls back, and
+// sharing lowers the mean JCT against the same scenario on whole GPUs.
+func TestSharingLoopExample(t *testing.T) {
+	jct := map[string]float64{}
+	for _, mode := range []string{"timeslice", "exclusive"} {
+		sc, err := Load("../examples/sharing/scenario.yaml", []string{"cluster.pools[0].sharing.mode=" + mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs, err := Run(context.Background(), sc, RunOptions{Policies: []string{"fifo"}, NoLog: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := runs[0].Summary
+		jct[mode] = s.JCTS.Mean
+		if mode == "timeslice" && (s.Sharing.MeasuredColocations == 0 || s.Sharing.FallbackColocations != 0) {
+			t.Errorf("measured %d, fallback %d co-locations", s.Sharing.MeasuredColocations, s.Sharing.FallbackColocations)
+		}
+	}
+	if jct["timeslice"] >= jct["exclusive"] {
+		t.Errorf("mean JCT with sharing %v, without %v", jct["timeslice"], jct["exclusive"])
+	}
+}
