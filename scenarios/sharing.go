@@ -23,6 +23,9 @@ type PoolSharing struct {
 	// MIGReconfigureCost is how long a policy's reconfiguration of one GPU's
 	// layout makes it unusable (default 0).
 	MIGReconfigureCost policies.Dur `yaml:"migReconfigureCost"`
+	// MIGSpeed is an optional measured speed factor per MIG profile (instance
+	// throughput / whole-GPU throughput); others run at compute slices / 7.
+	MIGSpeed map[string]float64 `yaml:"migSpeed"`
 }
 
 // InterferenceSpec is the scenario block `interference:`: where co-located jobs'
@@ -178,6 +181,7 @@ func poolSharing(p PoolSpec, n *sim.NodeSpec) {
 	n.SharingClients = p.Sharing.Clients
 	n.MIGProfiles = p.Sharing.MIGProfiles
 	n.MIGReconfigureCost = sim.Duration(p.Sharing.MIGReconfigureCost)
+	n.MIGSpeed = p.Sharing.MIGSpeed
 }
 
 // migLookup gives MIG geometries (set by the sim/mig adapter; nil in a build

@@ -77,6 +77,10 @@ type NodeSpec struct {
 	// reconfiguration makes a GPU unusable.
 	MIGProfiles        []string
 	MIGReconfigureCost Duration
+	// MIGSpeed optionally gives a measured speed factor per MIG profile name
+	// (throughput on the instance / on the whole GPU); profiles not listed run at
+	// their compute-slice share (slices / 7).
+	MIGSpeed map[string]float64
 }
 
 // Domain is a node of the topology tree.

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -165,6 +167,12 @@ func (c *Cluster) initMIG(lookup MIGLookup) error {
 		if err != nil {
 			return fmt.Errorf("node %s: %w", nd.Name, err)
 		}
+		for _, name := range slices.Sorted(maps.Keys(nd.MIGSpeed)) {
+			f := nd.MIGSpeed[name]
+			if _, ok := st.geo[m].Profile(name); !ok || !(f > 0 && f <= 1) {
+				return fmt.Errorf("node %s: migSpeed %s: %v (want a known profile and a factor in (0, 1])", nd.Name, name, f)
+			}
+		}
 		st.inst[g] = inst
 	}
 	if st == nil {
@@ -249,12 +257,17 @@ func (e *Engine) reconfDone(g GPUID) {
 	e.cluster.updateOpen(g)
 }
 
-// migSpeed is the speed factor of job j's MIG instance: its compute-slice share.
+// migSpeed is the speed factor of job j's MIG instance: the node's measured
+// factor for the profile if given, else its compute-slice share.
 func (e *Engine) migSpeed(j *Job) float64 {
 	c := e.cluster
 	g := j.GPUs[0]
 	in := c.mig.inst[g][j.migIdx]
-	return float64(c.MIGGeometryOf(g).ComputeSlices(int(in.Profile))) / 7
+	geo := c.MIGGeometryOf(g)
+	if f := c.nodes[c.gpuNode[g]].MIGSpeed[geo.ProfileName(int(in.Profile))]; f > 0 {
+		return f
+	}
+	return float64(geo.ComputeSlices(int(in.Profile))) / 7
 }
 
 // EnableMIG sets up the MIG layouts of the cluster's MIG-mode GPUs from their

@@ -220,3 +220,22 @@ func TestMIGSevenInstances(t *testing.T) {
 		t.Errorf("H runs %d..%d µs, want 7..14 s", us(j.FirstStart), us(j.End))
 	}
 }
+
+// A measured per-profile speed replaces the compute-slice share: 3g.40gb at 0.5
+// (instead of 3/7): 30 s of work end at 60 s.
+func TestMIGMeasuredProfileSpeed(t *testing.T) {
+	nodes := migNodes("3g.40gb", "3g.40gb")
+	nodes[0].MIGSpeed = map[string]float64{"3g.40gb": 0.5}
+	c, _ := sim.NewCluster(nodes)
+	a := shareJob("A", 30, "")
+	a.Sharing, a.MIGProfile = sim.AcceptMIG, "3g.40gb"
+	res := runShare(t, sim.Config{Cluster: c, Jobs: []sim.JobSpec{a}, Policy: drainingMIG{}, Sharing: &sim.SharingConfig{MIG: migLookup}})
+	if j := &res.Jobs[0]; us(j.End) != 60_000_000 {
+		t.Errorf("A ends at %d µs, want 60 s", us(j.End))
+	}
+	nodes[0].MIGSpeed = map[string]float64{"5g.50gb": 0.5}
+	c, _ = sim.NewCluster(nodes)
+	if _, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: []sim.JobSpec{a}, Policy: drainingMIG{}, Sharing: &sim.SharingConfig{MIG: migLookup}}); err == nil || !strings.Contains(err.Error(), "migSpeed 5g.50gb") {
+		t.Errorf("err = %v, want the unknown profile named", err)
+	}
+}
