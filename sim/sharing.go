@@ -212,10 +212,12 @@ func (c *Cluster) SharedMemUsed(g GPUID) int64 {
 // SharingOn reports whether any GPU of the cluster is in a shared mode.
 func (c *Cluster) SharingOn() bool { return c.gpuMode != nil }
 
-// CanShare reports whether a job with spec s may join GPU g as a sharer now: g is
-// in a time-slicing or MPS mode the job accepts, g is free or already shared (not
-// held by an exclusive job), has fewer than its client limit, and the memory of
-// all its jobs fits the GPU's (a job that gives no gpu_mem_mib counts as 0).
+// CanShare reports whether a job with spec s may join GPU g as a sharer now (the
+// engine's own test for such a start). For time slicing and MPS: g is in a mode
+// the job accepts, free or already shared (not held by an exclusive job), has
+// fewer than its client limit, and the memory of all its jobs fits the GPU's (a
+// job that gives no gpu_mem_mib counts as 0). For MIG: g is not being
+// reconfigured and has a free instance for the job (see mig.go).
 func (c *Cluster) CanShare(s *JobSpec, g GPUID) bool {
 	if !c.sharer(s, g) {
 		return false
@@ -241,9 +243,11 @@ func (c *Cluster) clients(nd *NodeSpec) int32 {
 	return DefaultSharingClients
 }
 
-// NextOpenShared returns the lowest GPU id >= from that already has sharers and
-// room for one more client (memory not checked: see CanShare), or -1. Placers use
-// it to co-locate shareable jobs without scanning every GPU.
+// NextOpenShared returns the lowest GPU id >= from that can take another sharer
+// in principle, or -1: a time-slicing or MPS GPU that already has sharers and
+// fewer than its client limit (memory not checked: see CanShare), or a MIG GPU
+// with a free instance that is not being reconfigured. Placers use it to
+// co-locate shareable jobs without scanning every GPU.
 func (c *Cluster) NextOpenShared(from GPUID) GPUID {
 	if c.shrOpen == nil {
 		return -1
