@@ -34,7 +34,7 @@ const (
 )
 
 // Optional device-level sharing columns (docs/sharing.md, "Scenario fields"),
-// read from native CSV only; traces without them parse exactly as before.
+// read from native CSV and Parquet; traces without them parse exactly as before.
 const (
 	cSharing = numNativeCols + iota
 	cGPUMemMiB
@@ -47,7 +47,8 @@ const (
 // SharingColumns are the optional native CSV columns saying what GPU sharing a
 // job accepts: sharing (exclusive/any/mig/timeslice/mps), gpu_mem_mib (peak GPU
 // memory per GPU), mig_profile, sm_util (solo SM utilisation in [0, 1]) and
-// workload (the interference-matrix key). The writers do not write them.
+// workload (the interference-matrix key). The readers accept them (CSV and
+// Parquet); the writers do not write them.
 var SharingColumns = []string{"sharing", "gpu_mem_mib", "mig_profile", "sm_util", "workload"}
 
 func colName(c int) string {
@@ -194,10 +195,8 @@ func nativeRow(src fieldSource, file string, line int, in interner) (sim.JobSpec
 	if j.MemoryMiB < 0 {
 		return bad(cMemory, "must be >= 0, got %d", j.MemoryMiB)
 	}
-	if cf, ok := src.(*csvFields); ok {
-		if err := sharingCols(cf, &j, file, line, in); err != nil {
-			return sim.JobSpec{}, err
-		}
+	if err := sharingCols(src, &j, file, line, in); err != nil {
+		return sim.JobSpec{}, err
 	}
 	if col, msg := checkLimits(&j); col != "" {
 		return sim.JobSpec{}, rowErr(file, line, col, "%s", msg)
@@ -624,7 +623,7 @@ func CopyJobs(dst JobWriter, src JobReader) (int, error) {
 }
 
 // sharingCols reads the optional sharing columns of a native CSV row into j.
-func sharingCols(src *csvFields, j *sim.JobSpec, file string, line int, in interner) error {
+func sharingCols(src fieldSource, j *sim.JobSpec, file string, line int, in interner) error {
 	if s, ok := src.str(cSharing); ok {
 		a, err := sim.ParseJobSharing(strings.TrimSpace(s))
 		if err != nil {
