@@ -228,7 +228,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 			est = 1
 		}
 		e.jobs[i] = Job{Spec: s, Ref: JobRef(i), State: StatePending, Estimate: est,
-			FirstStart: Never, LastStart: Never, End: Never, lastPreempt: Never, wl: -1}
+			FirstStart: Never, LastStart: Never, End: Never, lastPreempt: Never}
 		e.runIdx[i] = -1
 		e.resAt[i] = Never
 	}
@@ -704,17 +704,17 @@ func (e *Engine) finish(it qitem) bool {
 		// rate-based: stop closed the run state at now
 		if timeout {
 			j.State = StateTimeout
-			j.Done = j.rs.done
+			j.Done = j.sh.rs.done
 			j.Wasted += el
-			j.Overhead += j.rs.ovh
+			j.Overhead += j.sh.rs.ovh
 			e.record(EvTimeout, j.Ref, 0)
 		} else {
 			e.preemptRun = 0
 			e.lastFinish = e.now
 			j.State = StateCompleted
 			j.Done = j.Spec.Duration
-			j.Wasted += j.rs.ovh
-			j.Overhead += j.rs.ovh
+			j.Wasted += j.sh.rs.ovh
+			j.Overhead += j.sh.rs.ovh
 			e.record(EvFinish, j.Ref, 0)
 		}
 		return true

@@ -247,35 +247,50 @@ type Job struct {
 	pendPrev, pendNext *Job
 	queued             bool
 
-	// rate-based progress (Config.Sharing only)
+	sh *jobShare // rate-based progress and sharing metrics (Config.Sharing only)
+}
+
+// jobShare is a job's rate-based state, allocated only in runs with sharing (so
+// runs without it keep Job small).
+type jobShare struct {
 	rs         runState
 	scheduled  bool    // the current run's end event is scheduled
 	sharedSeg  bool    // the current speed segment runs on a GPU with other jobs
+	migIdx     int16   // MIG instance index on its GPU
+	wl         int32   // interned workload (-1 = unknown)
 	base       float64 // placement speed (SpeedModel) of the current run
 	factor     float64 // sharing factor on its GPU (1 = alone)
-	wl         int32   // interned workload (-1 = unknown)
 	speedInt   float64 // integral of speed over running wall time (µs)
 	speedWall  Duration
 	sharedWall Duration
 	minSpeed   float64
-	migIdx     int16 // MIG instance index on its GPU
 }
 
 // MeanSpeed is the job's time-weighted mean speed over all its runs (sharing
 // runs only; 0 otherwise or if it never ran).
 func (j *Job) MeanSpeed() float64 {
-	if j.speedWall == 0 {
+	if j.sh == nil || j.sh.speedWall == 0 {
 		return 0
 	}
-	return j.speedInt / float64(j.speedWall)
+	return j.sh.speedInt / float64(j.sh.speedWall)
 }
 
 // MinSpeed is the lowest speed the job ran at (sharing runs only; 0 otherwise).
-func (j *Job) MinSpeed() float64 { return j.minSpeed }
+func (j *Job) MinSpeed() float64 {
+	if j.sh == nil {
+		return 0
+	}
+	return j.sh.minSpeed
+}
 
 // SharedTime is the wall time the job ran on a GPU shared with other jobs
 // (sharing runs only).
-func (j *Job) SharedTime() Duration { return j.sharedWall }
+func (j *Job) SharedTime() Duration {
+	if j.sh == nil {
+		return 0
+	}
+	return j.sh.sharedWall
+}
 
 // EstimatedEnd is when the policy expects the current run to end: LastStart plus the
 // remaining estimate. It uses estimates only, never the true duration (unless oracle).

@@ -262,7 +262,7 @@ func (e *Engine) reconfDone(g GPUID) {
 func (e *Engine) migSpeed(j *Job) float64 {
 	c := e.cluster
 	g := j.GPUs[0]
-	in := c.mig.inst[g][j.migIdx]
+	in := c.mig.inst[g][j.sh.migIdx]
 	geo := c.MIGGeometryOf(g)
 	if f := c.nodes[c.gpuNode[g]].MIGSpeed[geo.ProfileName(int(in.Profile))]; f > 0 {
 		return f

@@ -28,11 +28,16 @@ func (e *Engine) initShare() error {
 			return err
 		}
 	}
+	shs := make([]jobShare, len(e.jobs))
+	for i := range e.jobs {
+		shs[i].wl = -1
+		e.jobs[i].sh = &shs[i]
+	}
 	if in := e.cfg.Sharing.Interference; in != nil {
 		for i := range e.jobs {
 			if w := e.jobs[i].Spec.Workload; w != "" {
 				if id, ok := in.WorkloadID(w); ok {
-					e.jobs[i].wl = id
+					e.jobs[i].sh.wl = id
 				}
 			}
 		}
@@ -58,10 +63,10 @@ func (e *Engine) chargeShare(n NodeID, g GPUID, j *Job, mem int64, sign int) {
 	sp := &j.Spec
 	if c.gpuMode[g] == ShareMIG {
 		if sign > 0 {
-			j.migIdx = int16(c.migPick(sp, g)) // validated by CanShare
-			c.mig.inst[g][j.migIdx].Job = j.Ref
+			j.sh.migIdx = int16(c.migPick(sp, g)) // validated by CanShare
+			c.mig.inst[g][j.sh.migIdx].Job = j.Ref
 		} else {
-			c.mig.inst[g][j.migIdx].Job = -1
+			c.mig.inst[g][j.sh.migIdx].Job = -1
 		}
 	}
 	if sign > 0 {
@@ -84,13 +89,13 @@ func (e *Engine) chargeShare(n NodeID, g GPUID, j *Job, mem int64, sign int) {
 // startRated sets up a started job's run state and speed and schedules its end;
 // for a sharer, every co-runner's speed is recomputed.
 func (e *Engine) startRated(j *Job) {
-	j.base = j.speed // placement speed from the SpeedModel (1 without one)
+	j.sh.base = j.speed // placement speed from the SpeedModel (1 without one)
 	j.speed = 0
-	j.factor = 1
-	j.scheduled, j.sharedSeg = false, false
-	j.rs = newRunState(e.now, j.Done, j.runRestore)
+	j.sh.factor = 1
+	j.sh.scheduled, j.sh.sharedSeg = false, false
+	j.sh.rs = newRunState(e.now, j.Done, j.runRestore)
 	if !e.isSharer(j) {
-		e.setSpeed(j, j.base)
+		e.setSpeed(j, j.sh.base)
 		return
 	}
 	g := j.GPUs[0]
@@ -135,7 +140,7 @@ func (e *Engine) stopRated(j *Job, mem int64) {
 	e.running = e.running[:last]
 	e.runIdx[j.Ref] = -1
 	j.heapIdx++ // invalidates the pending end event
-	j.scheduled = false
+	j.sh.scheduled = false
 	if sharer {
 		e.reshare(j.GPUs[0])
 	}
@@ -143,10 +148,10 @@ func (e *Engine) stopRated(j *Job, mem int64) {
 
 // preemptRated is applyPreempt's rate-based tail (after the checks).
 func (e *Engine) preemptRated(j *Job, p *Preempt) error {
-	pre, preSpeed := j.rs, j.speed
+	pre, preSpeed := j.sh.rs, j.speed
 	e.stop(j, p.Mode == PreemptSuspend)
 	el := Duration(e.now - j.LastStart)
-	st := &j.rs
+	st := &j.sh.rs
 	j.Preempted++
 	j.lastPreempt = e.now
 	switch p.Mode {

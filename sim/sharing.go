@@ -363,7 +363,7 @@ func (e *Engine) reshare(g GPUID) {
 	case e.cfg.Sharing.Interference != nil:
 		ws, solo := sh.ws[:k], sh.solo[:k]
 		for i, r := range list {
-			ws[i] = e.jobs[r].wl
+			ws[i] = e.jobs[r].sh.wl
 			solo[i] = e.jobs[r].Spec.SMUtil
 		}
 		if e.cfg.Sharing.Interference.Factors(c.models[c.nodeMdl[c.gpuNode[g]]], mode, ws, solo, out) {
@@ -393,13 +393,13 @@ func (e *Engine) reshare(g GPUID) {
 			f = min(f, float64(j.Spec.GPUMilli)/float64(WholeGPU))
 		}
 		sum += f
-		j.factor = f
+		j.sh.factor = f
 		// every change of the GPU's job set closes a speed segment (even if the
 		// factor is unchanged), so the segments are a function of the set history
 		e.closeSegment(j)
-		j.sharedSeg = k > 1
-		j.scheduled = false
-		e.setSpeed(j, j.base*f)
+		j.sh.sharedSeg = k > 1
+		j.sh.scheduled = false
+		e.setSpeed(j, j.sh.base*f)
 	}
 	sh.factSum[g] = sum
 	if mode == ShareMIG {
@@ -423,16 +423,16 @@ func (e *Engine) setLoss(g GPUID, sum float64, k int) {
 // setSpeed changes running job j's speed at now: it closes the current speed
 // segment and reschedules the end when the speed differs.
 func (e *Engine) setSpeed(j *Job, s float64) {
-	if s == j.speed && j.scheduled {
+	if s == j.speed && j.sh.scheduled {
 		return
 	}
-	if j.scheduled {
+	if j.sh.scheduled {
 		e.closeSegment(j)
 	}
 	e.share.rateSum += (s - j.speed) * float64(len(j.GPUs))
 	j.speed = s
-	if j.minSpeed == 0 || s < j.minSpeed {
-		j.minSpeed = s
+	if j.sh.minSpeed == 0 || s < j.sh.minSpeed {
+		j.sh.minSpeed = s
 	}
 	e.scheduleEnd(j)
 }
@@ -440,30 +440,30 @@ func (e *Engine) setSpeed(j *Job, s float64) {
 // closeSegment advances j's run state to now at its current speed and accrues its
 // speed metrics.
 func (e *Engine) closeSegment(j *Job) {
-	el := e.now.Sub(j.rs.t0)
-	if el > 0 && j.scheduled {
-		j.rs.advance(el, j.speed, j.Spec.Duration, e.cfg.CheckpointInterval, e.cfg.CheckpointSave)
-		j.speedInt += j.speed * float64(el)
-		j.speedWall += el
-		if j.sharedSeg {
-			j.sharedWall += el
+	el := e.now.Sub(j.sh.rs.t0)
+	if el > 0 && j.sh.scheduled {
+		j.sh.rs.advance(el, j.speed, j.Spec.Duration, e.cfg.CheckpointInterval, e.cfg.CheckpointSave)
+		j.sh.speedInt += j.speed * float64(el)
+		j.sh.speedWall += el
+		if j.sh.sharedSeg {
+			j.sh.sharedWall += el
 		}
 	}
-	j.rs.t0 = e.now
+	j.sh.rs.t0 = e.now
 }
 
 // scheduleEnd pushes j's end event from its run state (rate-based mode): the end of
 // its work at its current speed or its walltime limit, whichever comes first.
 func (e *Engine) scheduleEnd(j *Job) {
 	sp := &j.Spec
-	end := e.now.Add(j.rs.wallToEnd(j.speed, sp.Duration, e.cfg.CheckpointInterval, e.cfg.CheckpointSave))
+	end := e.now.Add(j.sh.rs.wallToEnd(j.speed, sp.Duration, e.cfg.CheckpointInterval, e.cfg.CheckpointSave))
 	timeout := false
 	if e.cfg.EnforceWalltime && sp.Walltime > 0 {
 		if lim := j.LastStart.Add(max(0, sp.Walltime-j.usedWall)); end > lim {
 			end, timeout = max(lim, e.now), true
 		}
 	}
-	j.scheduled = true
+	j.sh.scheduled = true
 	j.endTime = end
 	e.seq++
 	gen := j.heapIdx + 1
