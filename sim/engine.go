@@ -528,6 +528,9 @@ func (e *Engine) applyStart(s *Start) error {
 				return fmt.Errorf("replica %d: GPU %d is not on node %s", r, gpu, c.nodes[n].Name)
 			}
 			if c.sharer(sp, gpu) {
+				if c.gpuMode[gpu] == ShareMIG && !c.CanShare(sp, gpu) {
+					return fmt.Errorf("replica %d: MIG GPU %d on node %s has no free instance for the job (mig_profile %q, %d MiB; reconfiguring: %v)", r, gpu, c.nodes[n].Name, sp.MIGProfile, sp.GPUMemMiB, c.MIGReconfiguring(gpu))
+				}
 				if !c.CanShare(sp, gpu) {
 					return fmt.Errorf("replica %d: GPU %d on node %s (%s) cannot take the job: %d jobs, %d of %d MiB GPU memory used, job needs %d MiB", r, gpu, c.nodes[n].Name, c.gpuMode[gpu], c.shrN[gpu], c.shrMem[gpu], c.nodes[n].GPUMemMiB, sp.GPUMemMiB)
 				}

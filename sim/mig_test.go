@@ -239,3 +239,14 @@ func TestMIGMeasuredProfileSpeed(t *testing.T) {
 		t.Errorf("err = %v, want the unknown profile named", err)
 	}
 }
+
+// Starting a MIG job where no instance fits is a PlanError naming the profile.
+func TestMIGNoInstancePlanError(t *testing.T) {
+	c, _ := sim.NewCluster(migNodes("1g.10gb"))
+	a := shareJob("A", 1, "")
+	a.Sharing, a.MIGProfile = sim.AcceptMIG, "3g.40gb"
+	e, _ := sim.NewEngine(sim.Config{Cluster: c, Jobs: []sim.JobSpec{a}, Policy: force{}, Sharing: &sim.SharingConfig{MIG: migLookup}})
+	if _, err := e.Run(t.Context()); err == nil || !strings.Contains(err.Error(), `no free instance for the job (mig_profile "3g.40gb"`) {
+		t.Errorf("err = %v", err)
+	}
+}
