@@ -367,3 +367,24 @@ func TestSharingMetricsAtHorizon(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+type halfSpeed struct{}
+
+func (halfSpeed) Speed(*sim.Cluster, *sim.Job) float64 { return 0.5 }
+
+// The placement speed model multiplies the sharing factor: A and B at 0.6 and
+// 0.7 on a placement of speed 0.5 run at 0.3 and 0.35; B (35 s of work) ends at
+// 100 s with A at 30 s done; A's 70 s left at 0.5 take 140 s: 240 s.
+func TestSharingComposesWithSpeedModel(t *testing.T) {
+	c, _ := sim.NewCluster(shareNodes(sim.ShareTimeSlice, 1))
+	in := &fakeInterf{names: []string{"a", "b"}, factors: map[string][]float64{"a+b": {0.6, 0.7}}}
+	res := runShare(t, sim.Config{Cluster: c, Jobs: []sim.JobSpec{shareJob("A", 100, "a"), shareJob("B", 35, "b")}, Speed: halfSpeed{},
+		Policy: &pin{gpu: map[sim.JobID]sim.GPUID{"A": 0, "B": 0}}, Sharing: &sim.SharingConfig{Interference: in}})
+	ja, jb := jobByID(t, res, "A"), jobByID(t, res, "B")
+	if us(jb.End) != 100_000_000 || us(ja.End) != 240_000_000 {
+		t.Errorf("A ends %d, B %d µs; want 240 s, 100 s", us(ja.End), us(jb.End))
+	}
+	if ja.MinSpeed() != 0.3 || jb.MinSpeed() != 0.35 {
+		t.Errorf("min speeds %v, %v; want 0.3, 0.35", ja.MinSpeed(), jb.MinSpeed())
+	}
+}
