@@ -12,10 +12,12 @@ import (
 // triple a,b,c at 0.3/0.4/0.2; b|c measured at 0.8/0.9 on A100 mps (gpuModel on
 // the mode entry overrides metadata's).
 func handMatrix() *InterferenceMatrix {
-	ms := func(w string, f float64) MemberResult { return MemberResult{Workload: w, Stat: Stat{Mean: f, Repetitions: 1}} }
+	ms := func(w string, f float64) MemberResult {
+		return MemberResult{Workload: w, Stat: Stat{Mean: f, Repetitions: 1}}
+	}
 	return &InterferenceMatrix{
 		APIVersion: APIVersion, Kind: InterferenceKind,
-		Metadata: MatrixMetadata{Name: "hand", GPUModel: "V100"},
+		Metadata:  MatrixMetadata{Name: "hand", GPUModel: "V100"},
 		Workloads: []WorkloadProfile{{Name: "a"}, {Name: "b"}, {Name: "c"}},
 		Modes: []ModeResult{
 			{Mode: ModeTimeslice, Groups: []GroupResult{
