@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/gpusim/gpusim/calibrate"
@@ -13,9 +14,11 @@ import (
 )
 
 // gavelThroughputs reads Gavel's simulation_throughputs.json from the shared
-// reference data (../shared/interference/gavel, MIT; see its README), or skips.
+// reference data (../shared/interference/gavel, MIT; see its README) or the copy
+// embedded in calibrate/testdata, or skips.
 func gavelThroughputs(t *testing.T) map[string]map[string]map[string]json.RawMessage {
-	for _, p := range []string{"../../shared/interference/gavel/simulation_throughputs.json", "../../../shared/interference/gavel/simulation_throughputs.json"} {
+	for _, p := range []string{"../../shared/interference/gavel/simulation_throughputs.json", "../../../shared/interference/gavel/simulation_throughputs.json",
+		"../calibrate/testdata/gavel/simulation_throughputs.json"} { // the embedded copy (MIT, NOTICE.md)
 		b, err := os.ReadFile(p)
 		if err != nil {
 			continue
@@ -31,6 +34,10 @@ func gavelThroughputs(t *testing.T) map[string]map[string]map[string]json.RawMes
 }
 
 var gavelKey = regexp.MustCompile(`^\('(.+)', (\d+)\)$`)
+
+// gavelName turns a Gavel job type into a matrix workload name
+// ("ResNet-18 (batch size 16)" -> "ResNet-18_batch_size_16").
+var gavelName = strings.NewReplacer(" (", "_", " ", "_", ")", "")
 
 // Gavel's measured pairs reproduce (issue 11 acceptance): for 20 pairs of 1-GPU
 // jobs on a V100 (the first 20 in sorted key order with both throughputs > 0),
@@ -80,7 +87,7 @@ func TestGavelPairsReproduce(t *testing.T) {
 				continue
 			}
 			seen[a+"|"+mm[1]] = true
-			pairs = append(pairs, pair{a, mm[1], tp[0] / alone[a], tp[1] / alone[mm[1]]})
+			pairs = append(pairs, pair{gavelName.Replace(a), gavelName.Replace(mm[1]), tp[0] / alone[a], tp[1] / alone[mm[1]]})
 			if len(pairs) == 20 {
 				break
 			}
@@ -92,12 +99,23 @@ func TestGavelPairsReproduce(t *testing.T) {
 	if len(pairs) < 20 {
 		t.Fatalf("found %d usable pairs", len(pairs))
 	}
-	m := &calibrate.InterferenceMatrix{Metadata: calibrate.MatrixMetadata{GPUModel: "V100"}, Modes: []calibrate.ModeResult{{Mode: "timeslice"}}}
+	m := &calibrate.InterferenceMatrix{APIVersion: "gpusim/v1alpha1", Kind: "InterferenceMatrix",
+		Metadata: calibrate.MatrixMetadata{Name: "gavel-v100-pairs", GPUModel: "V100", MeasureSeconds: 1, Repetitions: 1},
+		Modes:    []calibrate.ModeResult{{Mode: "timeslice", Alone: []calibrate.AloneResult{}}}}
+	named := map[string]bool{}
+	for _, p := range pairs {
+		for _, w := range []string{p.a, p.b} {
+			if !named[w] {
+				named[w] = true
+				m.Workloads = append(m.Workloads, calibrate.WorkloadProfile{Name: w})
+			}
+		}
+	}
 	for _, p := range pairs {
 		m.Modes[0].Groups = append(m.Modes[0].Groups, calibrate.GroupResult{Members: []calibrate.MemberResult{
 			{Workload: p.a, Stat: calibrate.Stat{Mean: p.fa, Repetitions: 1}}, {Workload: p.b, Stat: calibrate.Stat{Mean: p.fb, Repetitions: 1}}}})
 	}
-	in, err := newMatrixInterference(m, InterferenceSpec{})
+	in, err := newTableInterference(InterferenceSpec{}, m)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"fmt"
-	"math"
 	"sort"
 
 	"github.com/gpusim/gpusim/policies"
@@ -34,10 +33,12 @@ type InterferenceSpec struct {
 	// Path is a calibrate InterferenceMatrix (gpusim/v1alpha1), relative to the
 	// scenario file.
 	Path string `yaml:"path"`
-	// Default is the fallback factor of each of two co-located jobs when their
-	// pair was not measured (0 = an even split, 1/k for k jobs).
+	// Default is the fallback factor of each job of an unmeasured pair (0 = the
+	// mean of the measured pairs of the same GPU model and mode, or 0.5 without
+	// any); see calibrate.FallbackModel.
 	Default float64 `yaml:"default"`
-	// UseUtilisation: the fallback uses the jobs' solo SM utilisation (sm_util).
+	// UseUtilisation: an unmeasured pair's factors come from the jobs' solo SM
+	// utilisations (sm_util) when both are known.
 	UseUtilisation bool `yaml:"useUtilisation"`
 	// SwitchOverhead is the fraction of a time-sliced GPU lost to context switches
 	// in the fallback only (a measured factor already includes it); in [0, 1).
@@ -160,7 +161,7 @@ func (s *Scenario) validateSharing() sim.FieldErrors {
 	}
 	if in := s.Interference; in != nil {
 		if !(in.Default >= 0 && in.Default <= 1) {
-			fe.Add("interference.default", "must be in [0, 1] (0 = even split)")
+			fe.Add("interference.default", "must be in [0, 1] (0 = the mean of the measured pairs, or 0.5)")
 		}
 		if !(in.SwitchOverhead >= 0 && in.SwitchOverhead < 1) {
 			fe.Add("interference.switchOverhead", "must be in [0, 1)")
@@ -209,7 +210,7 @@ func (s *Scenario) SharingConfig() (*sim.SharingConfig, error) {
 	cfg := &sim.SharingConfig{MIG: migLookup}
 	in := s.Interference
 	if in == nil {
-		return cfg, nil
+		in = &InterferenceSpec{} // calibrate's fallback: 0.5 per pair, composed for more
 	}
 	cfg.SwitchOverhead = in.SwitchOverhead
 	if in.Path != "" {
@@ -220,57 +221,17 @@ func (s *Scenario) SharingConfig() (*sim.SharingConfig, error) {
 		cfg.Interference = t
 		return cfg, nil
 	}
-	if in.Default > 0 || in.UseUtilisation {
-		cfg.Interference = fallbackOnly{spec: *in}
+	// no matrix: calibrate's fallback model for every co-location
+	t, err := newTableInterference(*in)
+	if err != nil {
+		return nil, s.fieldErr("interference", err)
 	}
+	cfg.Interference = t
 	return cfg, nil
 }
 
 // loadInterference reads a measured matrix into an Interference (set by the
-// calibrate adapter; nil in a build without it).
+// calibrate adapter, interference.go).
 var loadInterference func(path string, spec InterferenceSpec) (sim.Interference, error)
 
 func interferenceLoaderSet() bool { return loadInterference != nil }
-
-// fallbackOnly is the interference model without a measured matrix: each of k
-// co-located jobs runs at Default (k = 2) or Default^(k-1)... see factor.
-type fallbackOnly struct{ spec InterferenceSpec }
-
-func (fallbackOnly) WorkloadID(string) (int32, bool) { return -1, false }
-
-func (f fallbackOnly) Factors(_ string, mode sim.SharingMode, _ []int32, solo []float64, out []float64) bool {
-	fallbackFactors(f.spec, mode, solo, out)
-	return false
-}
-
-// fallbackFactors is the documented fallback (docs/sharing.md, "Interference
-// fallback"): with useUtilisation and every job's sm_util known, job i gets
-// min(1, 1/sum of utilisations) (jobs that together need less than the whole GPU
-// do not slow down); otherwise each of k jobs gets default x 2/k when default is
-// set (the pair factor scaled to k jobs) or 1/k. Time slicing then loses the
-// switch overhead.
-func fallbackFactors(spec InterferenceSpec, mode sim.SharingMode, solo []float64, out []float64) {
-	k := float64(len(out))
-	f := 1 / k
-	if spec.Default > 0 {
-		f = min(1, spec.Default*2/k)
-	}
-	if spec.UseUtilisation {
-		sum, known := 0.0, true
-		for _, u := range solo {
-			if !(u > 0) {
-				known = false
-			}
-			sum += u
-		}
-		if known {
-			f = math.Min(1, 1/sum)
-		}
-	}
-	if mode == sim.ShareTimeSlice {
-		f *= 1 - spec.SwitchOverhead
-	}
-	for i := range out {
-		out[i] = f
-	}
-}

@@ -42,7 +42,11 @@ func BenchmarkSharing(b *testing.B) {
 					if c, err = sim.NewCluster(specs); err != nil {
 						b.Fatal(err)
 					}
-					shCfg = &sim.SharingConfig{Interference: fallbackOnly{spec: InterferenceSpec{Default: 0.6}}}
+					in, err := newTableInterference(InterferenceSpec{Default: 0.6})
+					if err != nil {
+						b.Fatal(err)
+					}
+					shCfg = &sim.SharingConfig{Interference: in}
 				}
 				var node yaml.Node
 				if err := yaml.Unmarshal([]byte("placement: best-fit"), &node); err != nil {
