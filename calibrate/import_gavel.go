@@ -75,7 +75,7 @@ func sanitizeName(s string) string {
 	return string(b)
 }
 
-// gavelPos is a value of the Gavel file with the line of its key.
+// gavelEntry is one job of one GPU type in the Gavel file, with its key's line.
 type gavelEntry struct {
 	job   string // Gavel job type
 	scale int
@@ -83,7 +83,6 @@ type gavelEntry struct {
 	null  float64
 	hasNl bool
 	pairs map[string][2]float64 // other job key → [this, other]
-	pline map[string]int
 }
 
 // ImportGavel reads Gavel's simulation_throughputs.json (or

@@ -278,3 +278,67 @@ func TestMultiModelFormat(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestTableWildcardModel: an entry with no GPU model applies to every model the
+// table does not name; a named model still wins.
+func TestTableWildcardModel(t *testing.T) {
+	wild := handMatrix()
+	wild.Metadata.GPUModel = ""
+	wild.Modes = wild.Modes[:1] // timeslice, no model
+	v := handMatrix()
+	v.Metadata.Name = "v"
+	v.Workloads = []WorkloadProfile{{Name: "a"}, {Name: "b"}}
+	v.Modes = []ModeResult{{Mode: ModeTimeslice, Groups: []GroupResult{{Members: []MemberResult{
+		{Workload: "a", Stat: Stat{Mean: 0.9, Repetitions: 1}}, {Workload: "b", Stat: Stat{Mean: 0.8, Repetitions: 1}}}}}}}
+	tb := mustTable(t, FallbackModel{}, wild, v)
+	out := make([]float64, 2)
+	ab := ids(t, tb, "a", "b")
+	if !tb.Factors("H100-80GB", ModeTimeslice, ab, nil, out) || out[0] != 0.6 || out[1] != 0.7 {
+		t.Errorf("wildcard: %v", out)
+	}
+	if !tb.Factors("v100", ModeTimeslice, ab, nil, out) || out[0] != 0.9 || out[1] != 0.8 {
+		t.Errorf("named model: %v", out)
+	}
+	if got := tb.GPUModels(); len(got) != 2 || got[0] != "" || got[1] != "V100" {
+		t.Errorf("models %q", got)
+	}
+}
+
+// TestTableRoundTripSameAnswers: a Table built from a matrix and one built from
+// its written-and-read copy answer every pair and triple identically.
+func TestTableRoundTripSameAnswers(t *testing.T) {
+	for _, m := range []*InterferenceMatrix{handMatrix(), sampleMatrix()} {
+		fb := FallbackModel{UseUtilisation: true, SwitchOverhead: 0.1}
+		t1, t2 := mustTable(t, fb, m), mustTable(t, fb, roundTrip(t, m))
+		n := int32(len(m.Workloads))
+		for _, model := range []string{"V100", m.Metadata.GPUModel, "other"} {
+			for _, mode := range []string{ModeTimeslice, ModeMPS, ModeMIG} {
+				for a := int32(-1); a < n; a++ {
+					for b := a; b < n; b++ {
+						for c := int32(-2); c < n; c++ {
+							ws := []int32{a, b, c}
+							if c == -2 {
+								ws = ws[:2]
+							}
+							solo := []float64{0.5, -1, 0.7}[:len(ws)]
+							o1, o2 := make([]float64, len(ws)), make([]float64, len(ws))
+							m1, m2 := t1.Factors(model, mode, ws, solo, o1), t2.Factors(model, mode, ws, solo, o2)
+							if m1 != m2 || !slicesEqual(o1, o2) {
+								t.Fatalf("%s %s %v: %v %v vs %v %v", model, mode, ws, m1, o1, m2, o2)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func slicesEqual(a, b []float64) bool {
+	for i := range a {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
