@@ -370,3 +370,25 @@ func slicesEqual(a, b []float64) bool {
 	}
 	return len(a) == len(b)
 }
+
+// TestTableComposeAboveOne: pair factors above 1 add no slowdown when composing
+// (four co-runners at 1.5 would otherwise give 1/(1-4/3) < 0).
+func TestTableComposeAboveOne(t *testing.T) {
+	m := handMatrix()
+	m.Modes[0].Groups[1].Members[0].Mean, m.Modes[0].Groups[1].Members[1].Mean = 1.5, 1.5 // a|a
+	tb := mustTable(t, FallbackModel{}, m)
+	out := make([]float64, 5)
+	a, _ := tb.WorkloadID("a")
+	tb.Factors("V100", ModeTimeslice, []int32{a, a, a, a, a}, nil, out)
+	for _, f := range out {
+		if f != 1 {
+			t.Fatalf("a×5 with a|a = 1.5: %v, want 1", out)
+		}
+	}
+	// Solo utilisation above 1 counts as 1: 1 + 0.5 → 1/1.5.
+	tb = mustTable(t, FallbackModel{UseUtilisation: true}, m)
+	tb.Factors("V100", ModeMPS, []int32{a, -1}, []float64{7, 0.5}, out[:2])
+	if want := 1 / 1.5; out[0] != want || out[1] != want {
+		t.Errorf("util 7: %v", out[:2])
+	}
+}
