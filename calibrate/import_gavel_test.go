@@ -166,3 +166,21 @@ func TestGavelImportErrors(t *testing.T) {
 		}
 	}
 }
+
+// FuzzImportGavel: the importer never panics, and whatever it accepts writes
+// and reads back as a valid matrix that NewTable accepts.
+func FuzzImportGavel(f *testing.F) {
+	f.Add([]byte(`{"v100": {"('A (batch size 2)', 1)": {"null": 2, "('A (batch size 2)', 1)": [1, 1], "('B', 1)": [0.5, 3]}, "('B', 1)": {"null": 4}, "('B', 2)": {"null": 4}}}`))
+	f.Add([]byte(`{"k80": {"('A', 1)": {"null": 0, "('A', 1)": [0, 0]}}, "k80_unconsolidated": {}}`))
+	f.Add([]byte(`{"v100": {"('a b', 1)": {"null": 1}, "('a_b', 1)": {"null": 1}}}`))
+	f.Add([]byte(`{"v100": {"('A', 1)": {"null": 1e400}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, _, err := ImportGavel("f.json", bytes.NewReader(data), ImportOptions{})
+		if err != nil {
+			return
+		}
+		if _, err := NewTable(FallbackModel{}, roundTrip(t, m)); err != nil {
+			t.Fatalf("NewTable: %v", err)
+		}
+	})
+}

@@ -79,6 +79,7 @@ func ImportLucid(name string, r io.Reader, o ImportOptions) (*InterferenceMatrix
 	}
 	mr := ModeResult{Mode: mode, Alone: []AloneResult{}, Groups: []GroupResult{}}
 	classes := map[string]string{}
+	origin := map[string]lucidJob{} // workload name → the job it was made from
 	seen := map[[2]string]bool{}
 	for {
 		rec, err := cr.Read()
@@ -118,6 +119,11 @@ func ImportLucid(name string, r io.Reader, o ImportOptions) (*InterferenceMatrix
 				zero = true
 			}
 			w := LucidWorkloadName(j.model, j.dataset, j.batch, j.amp == "1", g)
+			j.gpus = strconv.Itoa(g) // "01" and "1" are the same job
+			if prev, ok := origin[w]; ok && prev != j {
+				return nil, rep, bad("model"+sfx, "jobs %v and %v both map to workload name %q", prev, j, w)
+			}
+			origin[w] = j
 			classes[w] = "lucid: " + j.model + " " + j.dataset
 			mem[k] = MemberResult{Workload: w, Stat: Stat{Mean: sp, Repetitions: 1}}
 		}

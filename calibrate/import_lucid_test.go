@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,5 +90,31 @@ func TestLucidImportErrors(t *testing.T) {
 		"0,A,D,1,32,0,0.5,B,D,1,32,0,0.7,1,1,1\n1,B,D,1,32,0,0.6,A,D,1,32,0,0.4,1,1,1\n2,A,D,1,32,0,0,C,D,1,32,0,0.7,1,1,1\n"), ImportOptions{Mode: ModeMPS})
 	if err != nil || rep.Pairs != 1 || rep.SkippedDupPair != 1 || rep.SkippedZero != 1 || m.Modes[0].Mode != ModeMPS || len(m.Workloads) != 3 {
 		t.Errorf("dup/zero: %v %+v", err, rep)
+	}
+}
+
+// FuzzImportLucid: the importer never panics, and whatever it accepts writes
+// and reads back as a valid matrix that NewTable accepts.
+func FuzzImportLucid(f *testing.F) {
+	const head = ",model1,dataset1,gpu_num1,batchsize1,amp1,speed1,model2,dataset2,gpu_num2,batchsize2,amp2,speed2,gpu_util,gmem_util,gmem\n"
+	f.Add([]byte(head + "0,A,D,1,32,0,0.5,B,D,1,32,0,0.7,1,1,1\n1,A,D,1,32,0,0.5,A,D,1,32,0,0.7,1,1,1\n"))
+	f.Add([]byte(head + "0,A b,D/x,2,32,1,1.5,B,D,1,32,0,0,1,1,1\n"))
+	f.Add([]byte("model2,dataset2,gpu_num2,batchsize2,amp2,speed2,model1,dataset1,gpu_num1,batchsize1,amp1,speed1\nA,\"D\n\",1,1,0,1,A,D,1,1,0,1\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, _, err := ImportLucid("f.csv", bytes.NewReader(data), ImportOptions{})
+		if err != nil {
+			return
+		}
+		if _, err := NewTable(FallbackModel{}, roundTrip(t, m)); err != nil {
+			t.Fatalf("NewTable: %v", err)
+		}
+	})
+}
+
+func TestLucidNameCollision(t *testing.T) {
+	const head = ",model1,dataset1,gpu_num1,batchsize1,amp1,speed1,model2,dataset2,gpu_num2,batchsize2,amp2,speed2\n"
+	_, _, err := ImportLucid("l.csv", strings.NewReader(head+"0,A b,D,1,32,0,0.5,A_b,D,1,32,0,0.7\n"), ImportOptions{})
+	if err == nil || !strings.Contains(err.Error(), `l.csv:2: column model2: jobs`) {
+		t.Errorf("err = %v", err)
 	}
 }

@@ -335,7 +335,9 @@ func coLess(a, b coMember) bool {
 // measured is composed from its pairs by adding slowdowns: member i's factor is
 // 1/(1 + Σ_{j≠i} (1/f(i|j) − 1)), where f(i|j) is i's factor in the pair
 // {i,j}, measured or fallback (so pure time-slicing pairs at 0.5 compose to 1/3
-// for three jobs, and pairs at 1.0 stay 1.0); a pair factor of 0 makes it 0.
+// for three jobs, and pairs at 1.0 stay 1.0); a pair factor of 0 makes it 0,
+// one above 1 counts as 1 (so a composed factor is in [0,1]). Solo
+// utilisations above 1 count as 1.
 // In mode timeslice a member whose factor used a fallback pair is multiplied by
 // 1 − SwitchOverhead.
 //
@@ -366,7 +368,7 @@ func (t *Table) Factors(gpuModel, mode string, ws []int32, solo []float64, out [
 	for i, w := range ws {
 		u := -1.0
 		if solo != nil && solo[i] >= 0 {
-			u = solo[i]
+			u = min(solo[i], 1)
 		}
 		ms[i] = coMember{w: w, u: u, idx: i}
 	}
@@ -430,7 +432,9 @@ func (t *Table) Factors(gpuModel, mode string, ws []int32, solo []float64, out [
 				zero = true
 				continue
 			}
-			slow += 1/f - 1
+			if f < 1 { // a pair factor above 1 adds no slowdown (and none below 0)
+				slow += 1/f - 1
+			}
 		}
 		f := 0.0
 		if !zero {

@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -250,15 +251,42 @@ func TestFactorsAllocFree(t *testing.T) {
 	}
 }
 
+// BenchmarkFactors: one lookup per op for a measured pair, a measured triple,
+// a composed triple (measured pairs) and a fallback pair (utilisation model),
+// on the embedded Gavel matrix (976 pairs) plus the hand matrix.
 func BenchmarkFactors(b *testing.B) {
-	tb, err := NewTable(FallbackModel{UseUtilisation: true}, handMatrix())
+	f, err := os.Open(gavelFile)
 	if err != nil {
 		b.Fatal(err)
 	}
-	ws, solo, out := []int32{1, 0}, []float64{0.5, 0.6}, make([]float64, 2)
-	b.ReportAllocs()
-	for b.Loop() {
-		tb.Factors("V100", ModeTimeslice, ws, solo, out)
+	g, _, err := ImportGavel(gavelFile, f, ImportOptions{})
+	f.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	tb, err := NewTable(FallbackModel{UseUtilisation: true, SwitchOverhead: 0.05}, handMatrix(), g)
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := func(n string) int32 { x, _ := tb.WorkloadID(n); return x }
+	r18, r50 := id("ResNet-18_bs16"), id("ResNet-50_bs32")
+	a, bb, c := id("a"), id("b"), id("c")
+	for _, bc := range []struct {
+		name, model string
+		ws          []int32
+	}{
+		{"pair-measured", "V100", []int32{r50, r18}},
+		{"triple-measured", "V100", []int32{c, a, bb}},
+		{"triple-composed", "V100", []int32{r50, r18, r18}},
+		{"pair-fallback", "H100-80GB", []int32{r50, r18}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			solo, out := []float64{0.5, 0.6, 0.7}[:len(bc.ws)], make([]float64, len(bc.ws))
+			b.ReportAllocs()
+			for b.Loop() {
+				tb.Factors(bc.model, ModeTimeslice, bc.ws, solo, out)
+			}
+		})
 	}
 }
 
@@ -341,4 +369,26 @@ func slicesEqual(a, b []float64) bool {
 		}
 	}
 	return len(a) == len(b)
+}
+
+// TestTableComposeAboveOne: pair factors above 1 add no slowdown when composing
+// (four co-runners at 1.5 would otherwise give 1/(1-4/3) < 0).
+func TestTableComposeAboveOne(t *testing.T) {
+	m := handMatrix()
+	m.Modes[0].Groups[1].Members[0].Mean, m.Modes[0].Groups[1].Members[1].Mean = 1.5, 1.5 // a|a
+	tb := mustTable(t, FallbackModel{}, m)
+	out := make([]float64, 5)
+	a, _ := tb.WorkloadID("a")
+	tb.Factors("V100", ModeTimeslice, []int32{a, a, a, a, a}, nil, out)
+	for _, f := range out {
+		if f != 1 {
+			t.Fatalf("a×5 with a|a = 1.5: %v, want 1", out)
+		}
+	}
+	// Solo utilisation above 1 counts as 1: 1 + 0.5 → 1/1.5.
+	tb = mustTable(t, FallbackModel{UseUtilisation: true}, m)
+	tb.Factors("V100", ModeMPS, []int32{a, -1}, []float64{7, 0.5}, out[:2])
+	if want := 1 / 1.5; out[0] != want || out[1] != want {
+		t.Errorf("util 7: %v", out[:2])
+	}
 }
