@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strings"
 	"unicode"
 
 	"gopkg.in/yaml.v3"
@@ -75,11 +76,14 @@ type Fingerprint struct {
 	Samples    int     `yaml:"samples"`
 }
 
-// ModeResult holds one sharing mode's measurements.
+// ModeResult holds one sharing mode's measurements on one GPU model. GPUModel is
+// optional and defaults to metadata.gpuModel, so one file can hold several GPU
+// models (one entry per model and mode) while single-model files stay unchanged.
 type ModeResult struct {
-	Mode   string        `yaml:"mode"`
-	Alone  []AloneResult `yaml:"alone"`
-	Groups []GroupResult `yaml:"groups"`
+	Mode     string        `yaml:"mode"`
+	GPUModel string        `yaml:"gpuModel,omitempty"`
+	Alone    []AloneResult `yaml:"alone"`
+	Groups   []GroupResult `yaml:"groups"`
 }
 
 // AloneResult is a workload's throughput alone on the GPU (items/s).
@@ -149,6 +153,15 @@ func (m *InterferenceMatrix) Factor(mode, a, b string) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// ModeGPUModel returns the GPU model of Modes[i]: its own gpuModel, or
+// metadata.gpuModel when that is empty.
+func (m *InterferenceMatrix) ModeGPUModel(i int) string {
+	if g := m.Modes[i].GPUModel; g != "" {
+		return g
+	}
+	return m.Metadata.GPUModel
 }
 
 // Write encodes m as YAML (after validating it).
@@ -295,10 +308,19 @@ func (m *InterferenceMatrix) validate() fieldErrs {
 		default:
 			fe.add(at+".mode", "unknown mode %q (want timeslice, mps or mig)", mr.Mode)
 		}
-		if modes[mr.Mode] {
-			fe.add(at+".mode", "duplicate mode %q", mr.Mode)
+		if !printable(mr.GPUModel) {
+			fe.add(at+".gpuModel", "must be a single line of printable characters")
 		}
-		modes[mr.Mode] = true
+		gm := m.ModeGPUModel(i)
+		mk := strings.ToLower(gm) + "\x00" + mr.Mode
+		if modes[mk] {
+			if gm == "" {
+				fe.add(at+".mode", "duplicate mode %q", mr.Mode)
+			} else {
+				fe.add(at+".mode", "duplicate mode %q for GPU model %q", mr.Mode, gm)
+			}
+		}
+		modes[mk] = true
 		alone := map[string]bool{}
 		for j, a := range mr.Alone {
 			aat := fmt.Sprintf("%s.alone[%d]", at, j)

@@ -135,6 +135,8 @@ func FuzzReadInterference(f *testing.F) {
 	f.Add(b.Bytes())
 	f.Add([]byte("apiVersion: gpusim/v1alpha1\nkind: InterferenceMatrix\nmodes: [{mode: mig, groups: [{members: []}]}]\n"))
 	f.Add([]byte("{a: *b}"))
+	f.Add([]byte("apiVersion: gpusim/v1alpha1\nkind: InterferenceMatrix\nmetadata: {name: x, gpuModel: V100}\nworkloads: [{name: a}]\nmodes:\n- {mode: timeslice, groups: [{members: [{workload: a, mean: 0.5, repetitions: 1}, {workload: a, mean: 0.5, repetitions: 1}]}]}\n- {mode: timeslice, gpuModel: K80, alone: [], groups: []}\n"))
+	f.Add([]byte("apiVersion: gpusim/v1alpha1\nkind: InterferenceMatrix\nmetadata: {name: x}\nmodes:\n- {mode: mps, gpuModel: p100}\n- {mode: mps, gpuModel: P100}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ReadInterference("fuzz.yaml", bytes.NewReader(data))
 		if err != nil {

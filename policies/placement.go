@@ -121,11 +121,18 @@ func (b *bucketPlacer) Place(c *sim.Cluster, j *sim.Job, out *Placement) bool {
 	switch {
 	case s.GPUsPerReplica == 0:
 		return b.placeNoGPU(c, s, out)
-	case s.Fractional():
+	case s.Fractional() && !c.SharingOn():
+		return b.placeFractional(c, s, out)
+	}
+	colocate := c.SharingOn() && s.Accepts() != sim.AcceptExclusive
+	if colocate && b.mode != spread && b.placeShared(c, s, out) {
+		return true
+	}
+	if s.Fractional() {
 		return b.placeFractional(c, s, out)
 	}
 	if int64(s.TotalGPUs()) > c.FreeGPUs() {
-		return false
+		return colocate && b.mode == spread && b.placeShared(c, s, out)
 	}
 	for m, model := range c.Models() {
 		if !s.AllowsModel(model) || c.ModelFree(m) < int64(s.TotalGPUs()) {
@@ -136,7 +143,38 @@ func (b *bucketPlacer) Place(c *sim.Cluster, j *sim.Job, out *Placement) bool {
 		}
 		out.reset()
 	}
-	return false
+	return colocate && b.mode == spread && b.placeShared(c, s, out)
+}
+
+// placeShared co-locates a shareable 1-GPU job on a GPU that already has sharers
+// (device-level sharing, see docs/sharing.md): first-fit takes the lowest GPU id
+// the engine would accept (Cluster.CanShare) on a node with the CPU and memory;
+// best-fit the one with the most jobs, then the most GPU memory used (the fullest
+// that still fits). Spread tries it only when no whole GPU is free. Empty GPUs are
+// left to the whole-GPU search, so a shareable job lands on a free GPU when no
+// shared one has room.
+func (b *bucketPlacer) placeShared(c *sim.Cluster, s *sim.JobSpec, out *Placement) bool {
+	best := sim.GPUID(-1)
+	bestN, bestMem := 0, int64(0)
+	for g := c.NextOpenShared(0); g >= 0; g = c.NextOpenShared(g + 1) {
+		n := c.GPUNode(g)
+		if !s.AllowsModel(c.Node(n).GPUModel) || !c.CanShare(s, g) || hostable(c, n, s, 1, 0) == 0 {
+			continue
+		}
+		k, mem := c.Sharers(g), c.SharedMemUsed(g)
+		if best < 0 || b.mode == bestFit && (k > bestN || k == bestN && mem > bestMem) {
+			best, bestN, bestMem = g, k, mem
+		}
+		if b.mode != bestFit {
+			break
+		}
+	}
+	if best < 0 {
+		return false
+	}
+	out.Nodes = append(out.Nodes, c.GPUNode(best))
+	out.GPUs = append(out.GPUs, best)
+	return true
 }
 
 // take puts k replicas on node n (whole GPUs), picking the lowest-index free GPUs.
@@ -254,7 +292,7 @@ func (b *bucketPlacer) placeFractional(c *sim.Cluster, s *sim.JobSpec, out *Plac
 		first, end := c.NodeGPUs(n)
 		for gpu := first; gpu < end; gpu++ {
 			spare := sim.WholeGPU - c.GPUUsed(gpu)
-			if spare < s.GPUMilli {
+			if spare < s.GPUMilli || c.GPUMode(gpu) != sim.ShareExclusive && !c.CanShare(s, gpu) {
 				continue
 			}
 			better := bestGPU < 0

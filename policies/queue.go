@@ -515,7 +515,7 @@ func (pl *Placement) usedEarlier(r int) bool {
 // quickFit is an O(1) necessary condition for s to fit now: enough whole free GPUs
 // (for whole-GPU jobs), CPU and memory in the cluster as a whole.
 func quickFit(c *sim.Cluster, s *sim.JobSpec) bool {
-	if !s.Fractional() && int64(s.TotalGPUs()) > c.FreeGPUs() {
+	if !s.Fractional() && int64(s.TotalGPUs()) > c.FreeGPUs() && !(s.Accepts() != sim.AcceptExclusive && c.NextOpenShared(0) >= 0) {
 		return false
 	}
 	return int64(s.Replicas)*s.CPUMilli <= c.FreeCPU() && int64(s.Replicas)*s.MemoryMiB <= c.FreeMemory()

@@ -36,13 +36,14 @@ type JobRow struct {
 	Queue     string // as submitted ("" stays "")
 	User      string
 	Priority  int32
-	State     string  // final state: pending, running, completed, killed, timeout
-	Preempt   int32   // times preempted
-	Nodes     string  // "|"-joined node names of the last placement; "" if never started
-	Span      string  // tightest topology level the last placement's GPUs share (nvlink, pcie, socket, node, leaf, spine; cluster = across spines); "" without GPUs
-	Speed     float64 // speed factor of the last run (1 = reference; < 1 slower, e.g. communication across the placement); NaN if never started
-	Wasted    float64 // wall time of its runs that produced no surviving work (lost work, checkpoint save/restore, killed runs)
-	Overhead  float64 // part of Wasted spent saving and restoring checkpoints
+	State     string    // final state: pending, running, completed, killed, timeout
+	Preempt   int32     // times preempted
+	Nodes     string    // "|"-joined node names of the last placement; "" if never started
+	Span      string    // tightest topology level the last placement's GPUs share (nvlink, pcie, socket, node, leaf, spine; cluster = across spines); "" without GPUs
+	Speed     float64   // speed factor of the last run (1 = reference; < 1 slower, e.g. communication across the placement); NaN if never started
+	Wasted    float64   // wall time of its runs that produced no surviving work (lost work, checkpoint save/restore, killed runs)
+	Overhead  float64   // part of Wasted spent saving and restoring checkpoints
+	Share     *JobShare // sharing runs only (extra columns SharingJobColumns)
 }
 
 func secs(t int64) float64 { return float64(t) / 1e6 }
@@ -127,6 +128,9 @@ func appendJobRows(rows []JobRow, res *sim.Result, lo, hi int) []JobRow {
 		if sp := j.Speed(); sp > 0 {
 			r.Speed = math.Round(sp*1e6) / 1e6
 		}
+		if res.Sharing != nil {
+			r.Share = jobShare(j)
+		}
 	}
 	return rows
 }
@@ -186,6 +190,10 @@ func appendMicros(b []byte, us int64) []byte {
 func WriteJobsCSV(w io.Writer, rows []JobRow) error {
 	b := make([]byte, 0, 64<<10)
 	b = append(b, strings.Join(JobColumns, ",")...)
+	if len(rows) > 0 && rows[0].Share != nil {
+		b = append(b, ',')
+		b = append(b, strings.Join(SharingJobColumns, ",")...)
+	}
 	b = append(b, '\n')
 	b, err := appendJobsCSV(w, b, rows)
 	if err != nil {
@@ -200,6 +208,10 @@ func WriteJobsCSV(w io.Writer, rows []JobRow) error {
 func writeJobsCSVOf(w io.Writer, res *sim.Result) error {
 	b := make([]byte, 0, 64<<10)
 	b = append(b, strings.Join(JobColumns, ",")...)
+	if res.Sharing != nil {
+		b = append(b, ',')
+		b = append(b, strings.Join(SharingJobColumns, ",")...)
+	}
 	b = append(b, '\n')
 	err := forJobRowChunks(res, func(rows []JobRow) (err error) {
 		b, err = appendJobsCSV(w, b, rows)
@@ -246,6 +258,7 @@ func appendJobsCSV(w io.Writer, b []byte, rows []JobRow) ([]byte, error) {
 		b = appendSecs(b, r.Wasted)
 		b = append(b, ',')
 		b = appendSecs(b, r.Overhead)
+		b = appendJobShareCSV(b, r)
 		b = append(b, '\n')
 		if len(b) > 60<<10 {
 			if _, err := w.Write(b); err != nil {
@@ -265,7 +278,8 @@ func ParseJobsCSV(name string, r io.Reader) ([]JobRow, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: header: %w", name, err)
 	}
-	if strings.Join(head, ",") != strings.Join(JobColumns, ",") {
+	shared := strings.Join(head, ",") == strings.Join(append(append([]string(nil), JobColumns...), SharingJobColumns...), ",")
+	if strings.Join(head, ",") != strings.Join(JobColumns, ",") && !shared {
 		return nil, fmt.Errorf("%s: line 1: unexpected header (want %s)", name, strings.Join(JobColumns, ","))
 	}
 	var rows []JobRow
@@ -307,6 +321,10 @@ func ParseJobsCSV(name string, r io.Reader) ([]JobRow, error) {
 		r.Span = rec[19]
 		r.Speed = f(20)
 		r.Wasted, r.Overhead = f(21), f(22)
+		if shared {
+			sh := &JobShare{MeanSpeed: f(23), MinSpeed: f(24), SharedS: f(25)}
+			r.Share = sh
+		}
 		if perr != nil {
 			return nil, perr
 		}

@@ -140,8 +140,15 @@ func appendOptFloat(b *array.Float64Builder, x float64) {
 
 // WriteJobsParquet writes rows as jobs.parquet (columns JobColumns).
 func WriteJobsParquet(w io.Writer, rows []JobRow) error {
-	return writeParquet(w, jobsSchema, len(rows), func(b *array.RecordBuilder, lo, hi int) {
+	schema := jobsSchema
+	if len(rows) > 0 && rows[0].Share != nil {
+		schema = jobsSharingSchema
+	}
+	return writeParquet(w, schema, len(rows), func(b *array.RecordBuilder, lo, hi int) {
 		appendJobsRecord(b, rows[lo:hi])
+		for i := lo; i < hi; i++ {
+			appendJobShareParquet(b, &rows[i])
+		}
 	})
 }
 
@@ -213,7 +220,11 @@ func WriteTimeseriesParquet(w io.Writer, res *sim.Result) error {
 		capMilli = 1000 * float64(res.Cluster.NumGPUs())
 	}
 	smp := res.Samples
-	return writeParquet(w, timeseriesSchema, len(smp), func(b *array.RecordBuilder, lo, hi int) {
+	schema := timeseriesSchema
+	if res.Sharing != nil {
+		schema = timeseriesSharingSchema
+	}
+	return writeParquet(w, schema, len(smp), func(b *array.RecordBuilder, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			s := &smp[i]
 			b.Field(0).(*array.Float64Builder).Append(secs(int64(s.Time)))
@@ -229,6 +240,9 @@ func WriteTimeseriesParquet(w io.Writer, res *sim.Result) error {
 			b.Field(6).(*array.Int64Builder).Append(s.PendingGPUs)
 			for l := 0; l < int(sim.NumLevels); l++ {
 				b.Field(7 + l).(*array.Int32Builder).Append(s.LargestFree[l])
+			}
+			if res.Sharing != nil {
+				appendSampleShareParquet(b, s, capMilli/1000)
 			}
 		}
 	})

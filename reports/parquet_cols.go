@@ -147,9 +147,27 @@ func i32Col(get func(*JobRow) int32) func(array.Builder, []JobRow) {
 // column's values at a time.
 func writeJobsParquetOf(w io.Writer, res *sim.Result) error {
 	var rows []JobRow
-	return writeParquetColumns(w, jobsSchema, len(res.Jobs),
+	schema := jobsSchema
+	if res.Sharing != nil {
+		schema = jobsSharingSchema
+	}
+	return writeParquetColumns(w, schema, len(res.Jobs),
 		func(lo, hi int) { rows = appendJobRows(rows[:0], res, lo, hi) },
-		func(c int, b array.Builder, _, _ int) { jobColumns[c](b, rows) })
+		func(c int, b array.Builder, _, _ int) {
+			if c < len(jobColumns) {
+				jobColumns[c](b, rows)
+			} else {
+				sharingJobColumns[c-len(jobColumns)](b, rows)
+			}
+		})
+}
+
+// sharingJobColumns append the extra jobs.parquet columns of runs with GPU
+// sharing (jobsSharingSchema after jobsSchema).
+var sharingJobColumns = [...]func(b array.Builder, rows []JobRow){
+	optF64Col(func(r *JobRow) float64 { return r.Share.MeanSpeed }),
+	optF64Col(func(r *JobRow) float64 { return r.Share.MinSpeed }),
+	f64Col(func(r *JobRow) float64 { return r.Share.SharedS }),
 }
 
 // writeEventsParquetColumns writes the event log of res as events.parquet; the

@@ -124,6 +124,8 @@ type Summary struct {
 	WallSeconds      float64    `json:"wall_seconds"`
 	EventsPerSecond  float64    `json:"events_per_second"`
 	Provenance       Provenance `json:"provenance"`
+	// Sharing is present only in runs with device-level GPU sharing.
+	Sharing *SharingSummary `json:"sharing,omitempty"`
 }
 
 // QueueName maps an empty queue name to "default" (the name used in summary.json
@@ -349,6 +351,7 @@ func SummarizeWith(res *sim.Result, prov Provenance, wall time.Duration, price P
 		s.WallSeconds = round(wall.Seconds())
 		s.EventsPerSecond = round(float64(res.Events) / wall.Seconds())
 	}
+	summarizeSharing(res, s)
 	return s
 }
 

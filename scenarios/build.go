@@ -50,6 +50,7 @@ func (s *Scenario) Nodes() ([]sim.NodeSpec, error) {
 			}
 			for i := 0; i < p.Nodes; i++ {
 				n := t.nodeSpec(fmt.Sprintf("%s-%d", p.Name, i), p.Name)
+				poolSharing(p, &n)
 				if t.NVLinkNodes > 1 {
 					n.NVLinkDomain = 1 + domain + int32(i)/t.NVLinkNodes
 				}
@@ -82,6 +83,9 @@ func (s *Scenario) fieldErr(path string, err error) error {
 // the scenario seed) or the trace (with its filters and transforms). Every job is
 // checked against the empty cluster: a job that can never run is an error.
 func (s *Scenario) Jobs(c *sim.Cluster) ([]sim.JobSpec, *traces.ImportReport, error) {
+	if err := s.enableMIG(c); err != nil {
+		return nil, nil, err
+	}
 	var jobs []sim.JobSpec
 	var rep *traces.ImportReport
 	var path string
@@ -103,6 +107,9 @@ func (s *Scenario) Jobs(c *sim.Cluster) ([]sim.JobSpec, *traces.ImportReport, er
 	}
 	if len(jobs) == 0 {
 		return nil, rep, s.fieldErr(path, fmt.Errorf("the workload has no jobs"))
+	}
+	if err := s.applySharingDefaults(jobs); err != nil {
+		return nil, rep, err
 	}
 	var bad []string
 	for i := range jobs {

@@ -51,6 +51,12 @@ type Scenario struct {
 	SpeedModel *SpeedModelSpec `yaml:"speedModel"`
 	// Showback prices GPU-hours per queue, user and class in summary.json (cost).
 	Showback *Showback `yaml:"showback"`
+	// Interference, when present, turns on device-level GPU sharing with the
+	// co-location speed factors it describes (see InterferenceSpec).
+	Interference *InterferenceSpec `yaml:"interference"`
+	// SharingDefaults fills the sharing fields of jobs that do not set them,
+	// per job class (see SharingDefault).
+	SharingDefaults map[string]SharingDefault `yaml:"sharingDefaults"`
 
 	file string     // path it was read from ("" when embedded)
 	dir  string     // base directory for relative paths
@@ -118,6 +124,8 @@ type PoolSpec struct {
 	NVLinkSize   *int32 `yaml:"nvlinkSize"`
 	PCIeSize     *int32 `yaml:"pcieSize"`
 	SocketSize   *int32 `yaml:"socketSize"`
+	// Sharing is the pool's device-level GPU sharing (default exclusive).
+	Sharing *PoolSharing `yaml:"sharing"`
 }
 
 // Fabric positions nodes in the network: consecutive nodes (in pool order) fill a
@@ -254,7 +262,7 @@ func Parse(data []byte, file string, sets []string) (*Scenario, error) {
 	}
 	sc.useSourceParams()
 	sc.setDefaults()
-	fe := append(sc.validate(), sc.validateSpeed()...)
+	fe := append(append(sc.validate(), sc.validateSpeed()...), sc.validateSharing()...)
 	pp := sc.validatePolicyParams()
 	if len(fe) > 0 || len(pp) > 0 {
 		e := sc.problems(fe)

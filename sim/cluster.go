@@ -67,6 +67,20 @@ type NodeSpec struct {
 	// negative means the node's own NVLink groups (NVLinkSize).
 	NVLinkDomain int32
 	Leaf, Spine  int32 // fabric position
+	// Sharing is the device-level sharing mode of the node's GPUs (scenario
+	// cluster.pools[].sharing.mode); SharingClients caps the jobs per shared GPU
+	// (0 = DefaultSharingClients).
+	Sharing        SharingMode
+	SharingClients int32
+	// MIGProfiles is the initial MIG layout of each GPU in mode ShareMIG
+	// (profile names placed in order); MIGReconfigureCost is how long a
+	// reconfiguration makes a GPU unusable.
+	MIGProfiles        []string
+	MIGReconfigureCost Duration
+	// MIGSpeed optionally gives a measured speed factor per MIG profile name
+	// (throughput on the instance / on the whole GPU); profiles not listed run at
+	// their compute-slice share (slices / 7).
+	MIGSpeed map[string]float64
 }
 
 // Domain is a node of the topology tree.
@@ -105,6 +119,13 @@ type Cluster struct {
 	freeMemAll int64
 	modelGPUs  []int64 // capacity per model
 	modelFree  []int64 // whole free GPUs per model
+
+	// device-level sharing (nil when every GPU is exclusive)
+	gpuMode []SharingMode
+	shrN    []int16 // sharers per GPU
+	shrMem  []int64 // GPU memory used by sharers (MiB)
+	shrOpen bitset  // GPUs with sharers and room for another client
+	mig     *migState
 }
 
 type bitset []uint64
@@ -146,6 +167,12 @@ func NewCluster(nodes []NodeSpec) (*Cluster, error) {
 		}
 		if n.GPUs > 0 && n.GPUModel == "" {
 			return nil, fmt.Errorf("node %d (%s): GPUs without a GPU model", i, n.Name)
+		}
+		if n.Sharing >= numSharingModes || n.SharingClients < 0 || n.SharingClients > 48 {
+			return nil, fmt.Errorf("node %d (%s): invalid sharing mode %d or clients %d (want 0..48)", i, n.Name, n.Sharing, n.SharingClients)
+		}
+		if n.Sharing != ShareMIG && len(n.MIGProfiles) > 0 {
+			return nil, fmt.Errorf("node %d (%s): MIG profiles without sharing mode mig", i, n.Name)
 		}
 		if n.GPUs > 0 {
 			mset[n.GPUModel] = true
@@ -263,6 +290,7 @@ func NewCluster(nodes []NodeSpec) (*Cluster, error) {
 		c.domMax[l] = top
 	}
 	copy(c.modelFree, c.modelGPUs)
+	c.initSharing()
 	return c, nil
 }
 
@@ -483,6 +511,20 @@ func (c *Cluster) Clone() *Cluster {
 		}
 	}
 	d.modelFree = append([]int64(nil), c.modelFree...)
+	if c.gpuMode != nil {
+		d.shrN = append([]int16(nil), c.shrN...)
+		d.shrMem = append([]int64(nil), c.shrMem...)
+		d.shrOpen = append(bitset(nil), c.shrOpen...)
+	}
+	if c.mig != nil {
+		m := *c.mig
+		m.busy = append([]bool(nil), c.mig.busy...)
+		m.inst = make([][]MIGInstance, len(c.mig.inst))
+		for g, in := range c.mig.inst {
+			m.inst[g] = append([]MIGInstance(nil), in...)
+		}
+		d.mig = &m
+	}
 	return &d
 }
 
@@ -491,7 +533,11 @@ func (c *Cluster) Clone() *Cluster {
 // each with room for one replica (GPUs, CPU, memory), or counting several replicas
 // per node where they fit. The error says why not.
 func (c *Cluster) Feasible(s *JobSpec) error {
+	if s.MIGProfile != "" && !c.migProfileExists(s) {
+		return fmt.Errorf("mig_profile %q: no allowed node has MIG-mode GPUs whose model has that profile", s.MIGProfile)
+	}
 	perModel := make([]int64, len(c.models))
+	memOver := false
 	var best int32
 	anyNode := false
 	for i := range c.nodes {
@@ -500,6 +546,13 @@ func (c *Cluster) Feasible(s *JobSpec) error {
 			best = n.GPUs
 		}
 		if s.GPUsPerReplica > 0 && !s.AllowsModel(n.GPUModel) {
+			continue
+		}
+		if s.GPUsPerReplica > 0 && n.Sharing == ShareMIG && !(s.Replicas == 1 && s.GPUsPerReplica == 1 && s.Accepts().Accepts(ShareMIG)) {
+			continue // MIG-mode GPUs hold MIG jobs only
+		}
+		if s.GPUsPerReplica > 0 && s.GPUMemMiB > 0 && n.GPUMemMiB > 0 && s.GPUMemMiB > n.GPUMemMiB {
+			memOver = true
 			continue
 		}
 		k := int64(1 << 40)
@@ -524,6 +577,9 @@ func (c *Cluster) Feasible(s *JobSpec) error {
 		if perModel[m] >= int64(s.Replicas) {
 			return nil
 		}
+	}
+	if !anyNode && memOver {
+		return fmt.Errorf("gpu_mem_mib %d: more than the GPU memory of every allowed node", s.GPUMemMiB)
 	}
 	if !anyNode {
 		return fmt.Errorf("needs %d GPUs (models %v), %d mCPU and %d MiB per replica; no node has that (largest node has %d GPUs)",

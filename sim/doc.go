@@ -25,6 +25,16 @@
 //  4. Random draws come from named streams derived from one master seed (Stream).
 //  5. Resources are integers (GPUs, milli-GPU, millicores, MiB, microseconds).
 //
+// # Device-level GPU sharing
+//
+// With Config.Sharing, GPUs of nodes in a shared mode (time slicing, MPS, MIG)
+// hold several jobs, whose speeds change as co-runners come and go. The engine
+// then tracks each running job's remaining work as integers (progress.go:
+// floor-rounded credit per speed segment, end = now + least wall time that
+// completes the work) and reschedules only the jobs of the GPU whose occupancy
+// changed (sharing.go, rated.go, mig.go). Without it nothing of this runs and
+// outputs are unchanged. See docs/sharing.md.
+//
 // # Policies see estimates, not truth
 //
 // A Policy sees Job.Estimate (the user's walltime, or the true duration only when

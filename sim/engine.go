@@ -59,6 +59,10 @@ type Config struct {
 	Horizon Time
 	// Speed is the ground-truth speed model; nil means every job runs at speed 1.
 	Speed SpeedModel
+	// Sharing turns on the device-level GPU sharing model and rate-based
+	// progress (see SharingConfig, progress.go); nil keeps every output as without
+	// sharing.
+	Sharing *SharingConfig
 	// NoLog disables the event log (benchmarks).
 	NoLog bool
 	// Progress, if set, is called about every ProgressEvery events (default 65536)
@@ -88,6 +92,10 @@ type Sample struct {
 	// that level: the largest gang placeable inside one NVLink island, node, leaf...
 	// (a whole-GPU fragmentation measure).
 	LargestFree [NumLevels]int32
+	// With sharing only: UsefulGPUs is the reference-speed work being done (sum
+	// over running jobs of speed x GPUs); SharedGPUs counts GPUs holding >= 2 jobs.
+	UsefulGPUs float64
+	SharedGPUs int32
 }
 
 // Result is the outcome of a run.
@@ -108,6 +116,8 @@ type Result struct {
 	BusyMilliSecondsToMakespan float64
 	Events                     int64
 	SchedulingPoints           int64
+	// Sharing summarises device-level sharing; nil without Config.Sharing.
+	Sharing *SharingStats
 }
 
 // DefaultLivelockPreemptions is Config.LivelockPreemptions' default.
@@ -160,6 +170,7 @@ type Engine struct {
 	gpuSlab    []GPUID
 	resAt      []Time
 	waitWhy    []Reason
+	share      *shareState // nil without Config.Sharing
 }
 
 // NewEngine validates cfg and prepares a run. Jobs are sorted by (Submit, ID); their
@@ -220,6 +231,11 @@ func NewEngine(cfg Config) (*Engine, error) {
 			FirstStart: Never, LastStart: Never, End: Never, lastPreempt: Never}
 		e.runIdx[i] = -1
 		e.resAt[i] = Never
+	}
+	if cfg.Sharing != nil {
+		if err := e.initShare(); err != nil {
+			return nil, err
+		}
 	}
 	e.view.e = e
 	e.policyRand = Stream(cfg.Seed, "policy/"+cfg.Policy.Name())
@@ -294,6 +310,10 @@ func (e *Engine) Run(ctx context.Context) (*Result, error) {
 			e.events++
 			dirty = true
 		}
+		for e.q.Len() > 0 && e.q.top().t == t && e.q.top().kind == qReconf {
+			e.reconfDone(GPUID(e.q.pop().job))
+			dirty = true
+		}
 		if !dirty {
 			continue
 		}
@@ -327,6 +347,11 @@ func (e *Engine) Run(ctx context.Context) (*Result, error) {
 	if e.cfg.SampleInterval > 0 && e.nextSamp == end {
 		e.sample() // the state at End is included when End is on the grid
 	}
+	if e.share != nil {
+		for _, j := range e.running {
+			e.closeSegment(j) // speed metrics of jobs still running at the horizon
+		}
+	}
 	res := &Result{
 		Policy:                     e.policy.Name(),
 		Jobs:                       e.jobs,
@@ -339,6 +364,10 @@ func (e *Engine) Run(ctx context.Context) (*Result, error) {
 		BusyMilliSecondsToMakespan: e.busyAtLast,
 		Events:                     e.events,
 		SchedulingPoints:           e.points,
+	}
+	if e.share != nil {
+		st := e.share.stats
+		res.Sharing = &st
 	}
 	if e.cfg.Progress != nil {
 		e.cfg.Progress(e.progress())
@@ -359,6 +388,9 @@ func (e *Engine) advance(t Time) {
 	}
 	if t > e.now {
 		e.busy += float64(e.cluster.allocMilli) * (float64(t-e.now) / 1e6)
+		if e.share != nil {
+			e.share.integrate(float64(t-e.now) / 1e6)
+		}
 		e.now = t
 	}
 }
@@ -501,6 +533,18 @@ func (e *Engine) applyStart(s *Start) error {
 			if gpu < 0 || int64(gpu) >= c.totalGPUs || c.gpuNode[gpu] != n {
 				return fmt.Errorf("replica %d: GPU %d is not on node %s", r, gpu, c.nodes[n].Name)
 			}
+			if c.sharer(sp, gpu) {
+				if c.gpuMode[gpu] == ShareMIG && !c.CanShare(sp, gpu) {
+					return fmt.Errorf("replica %d: MIG GPU %d on node %s has no free instance for the job (mig_profile %q, %d MiB; reconfiguring: %v)", r, gpu, c.nodes[n].Name, sp.MIGProfile, sp.GPUMemMiB, c.MIGReconfiguring(gpu))
+				}
+				if !c.CanShare(sp, gpu) {
+					return fmt.Errorf("replica %d: GPU %d on node %s (%s) cannot take the job: %d jobs, %d of %d MiB GPU memory used, job needs %d MiB", r, gpu, c.nodes[n].Name, c.gpuMode[gpu], c.shrN[gpu], c.shrMem[gpu], c.nodes[n].GPUMemMiB, sp.GPUMemMiB)
+				}
+				continue
+			}
+			if c.gpuMode != nil && c.gpuMode[gpu] == ShareMIG {
+				return fmt.Errorf("replica %d: GPU %d on node %s is in MIG mode: only a 1-GPU job that accepts mig can use it", r, gpu, c.nodes[n].Name)
+			}
 			if milli >= WholeGPU && c.gpuUsed[gpu] != 0 || c.gpuUsed[gpu]+milli > WholeGPU {
 				return fmt.Errorf("replica %d: GPU %d on node %s has %d milli free, needs %d", r, gpu, c.nodes[n].Name, WholeGPU-c.gpuUsed[gpu], milli)
 			}
@@ -512,7 +556,11 @@ func (e *Engine) applyStart(s *Start) error {
 				}
 			}
 		}
-		e.chargeReplica(n, gs, milli, sp.CPUMilli, mem, +1)
+		if len(gs) == 1 && c.sharer(sp, gs[0]) {
+			e.chargeShare(n, gs[0], j, mem, +1)
+		} else {
+			e.chargeReplica(n, gs, milli, sp.CPUMilli, mem, +1)
+		}
 	}
 	e.pendRemove(j)
 	j.Nodes = e.carveNodes(s.Nodes)
@@ -543,6 +591,13 @@ func (e *Engine) applyStart(s *Start) error {
 	if j.lastPreempt != Never && e.cfg.PreemptAntiChurn > 0 {
 		j.protectedUntil = max(j.protectedUntil, j.lastPreempt.Add(e.cfg.PreemptAntiChurn))
 	}
+	if e.share != nil {
+		e.runIdx[j.Ref] = int32(len(e.running))
+		e.running = append(e.running, j)
+		e.startRated(j)
+		e.record(EvStart, j.Ref, 0)
+		return nil
+	}
 	runFor := e.runWall(j.runDone, sp.Duration, j.speed) + j.runRestore
 	kind := qEnd
 	timeout := false
@@ -569,6 +624,9 @@ func (e *Engine) chargeReplica(n NodeID, gs []GPUID, milli MilliGPU, cpu, mem in
 	for _, gpu := range gs {
 		if sign > 0 && c.gpuUsed[gpu] == 0 {
 			e.busyGPUs++
+			if e.share != nil {
+				e.share.busy[c.GPUMode(gpu)]++
+			}
 		}
 	}
 	if sign > 0 {
@@ -578,6 +636,9 @@ func (e *Engine) chargeReplica(n NodeID, gs []GPUID, milli MilliGPU, cpu, mem in
 		for _, gpu := range gs {
 			if c.gpuUsed[gpu] == 0 {
 				e.busyGPUs--
+				if e.share != nil {
+					e.share.busy[c.GPUMode(gpu)]--
+				}
 			}
 		}
 	}
@@ -615,6 +676,10 @@ func (e *Engine) stop(j *Job, keepMem bool) {
 	if keepMem {
 		mem = 0
 	}
+	if e.share != nil {
+		e.stopRated(j, mem)
+		return
+	}
 	for r, n := range j.Nodes {
 		e.chargeReplica(n, j.GPUs[r*g:(r+1)*g], sp.GPUMilli, sp.CPUMilli, mem, -1)
 	}
@@ -644,6 +709,25 @@ func (e *Engine) finish(it qitem) bool {
 	e.lastEnd = e.now
 	e.busyAtLast = e.busy
 	el := Duration(e.now - j.LastStart)
+	if e.share != nil {
+		// rate-based: stop closed the run state at now
+		if timeout {
+			j.State = StateTimeout
+			j.Done = j.sh.rs.done
+			j.Wasted += el
+			j.Overhead += j.sh.rs.ovh
+			e.record(EvTimeout, j.Ref, 0)
+		} else {
+			e.preemptRun = 0
+			e.lastFinish = e.now
+			j.State = StateCompleted
+			j.Done = j.Spec.Duration
+			j.Wasted += j.sh.rs.ovh
+			j.Overhead += j.sh.rs.ovh
+			e.record(EvFinish, j.Ref, 0)
+		}
+		return true
+	}
 	if timeout {
 		j.State = StateTimeout
 		done, _, ovh := e.runProgress(j, el)
@@ -690,6 +774,9 @@ func (e *Engine) applyPreempt(p *Preempt) error {
 	}
 	e.preemptRun++
 	e.events++
+	if e.share != nil {
+		return e.preemptRated(j, p)
+	}
 	e.stop(j, p.Mode == PreemptSuspend)
 	el := Duration(e.now - j.LastStart)
 	done, ckpt, ovh := e.runProgress(j, el)
@@ -819,6 +906,10 @@ func (e *Engine) sample() {
 	e.samples = append(e.samples, Sample{Time: e.nextSamp, AllocMilli: e.cluster.allocMilli,
 		BusyGPUs: e.busyGPUs, Running: int32(len(e.running)), Pending: int32(e.pendN), PendingGPUs: e.pendGPUs,
 		LargestFree: e.cluster.domMax})
+	if e.share != nil {
+		s := &e.samples[len(e.samples)-1]
+		s.UsefulGPUs, s.SharedGPUs = e.share.rateSum, e.share.shared
+	}
 }
 
 func (e *Engine) noteWait(j JobRef, r Reason) {

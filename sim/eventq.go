@@ -14,6 +14,7 @@ const (
 	qEnd     uint8 = 0
 	qArrival uint8 = 1
 	qWake    uint8 = 2
+	qReconf  uint8 = 3 // a MIG reconfiguration completes (job = the GPU)
 )
 
 func (a *qitem) less(b *qitem) bool {

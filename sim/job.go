@@ -74,6 +74,15 @@ type JobSpec struct {
 	MemoryMiB      int64    // per replica
 	Duration       Duration // true run time at reference speed (ground truth; hidden from policies)
 	Walltime       Duration // the user's estimate / time limit; 0 = none given
+
+	// Device-level sharing (used only when the run has Config.Sharing; see
+	// docs/sharing.md). Optional trace columns; zero values mean "exclusive,
+	// unknown".
+	Sharing    JobSharing // GPU sharing the job accepts; non-exclusive needs 1 replica x 1 GPU
+	GPUMemMiB  int64      // peak GPU memory per GPU (MiB); 0 = unknown (not checked)
+	MIGProfile string     // requested MIG profile (e.g. "1g.10gb"); "" = none
+	SMUtil     float64    // solo SM utilisation in [0, 1]; 0 = unknown
+	Workload   string     // interference-matrix key; "" = unknown
 }
 
 // TotalGPUs is the number of GPUs the gang occupies (whole or shared).
@@ -86,6 +95,16 @@ func (s *JobSpec) GPUDemandMilli() int64 {
 
 // Fractional reports whether the job shares a GPU (GPUMilli < 1000).
 func (s *JobSpec) Fractional() bool { return s.GPUsPerReplica > 0 && s.GPUMilli < WholeGPU }
+
+// Accepts is the GPU sharing the job accepts in effect: its Sharing field, except
+// that a fractional job (gpu_milli < 1000, e.g. an openb pod) with the default
+// exclusive accepts any shared mode, since it is a GPU share by nature.
+func (s *JobSpec) Accepts() JobSharing {
+	if s.Sharing == AcceptExclusive && s.Fractional() {
+		return AcceptAny
+	}
+	return s.Sharing
+}
 
 // AllowsModel reports whether the job may run on GPUs of model m.
 func (s *JobSpec) AllowsModel(m string) bool {
@@ -133,6 +152,21 @@ func (s *JobSpec) Validate() error {
 	}
 	if s.MemoryMiB < 0 {
 		errs = append(errs, "memory_mib: must be >= 0")
+	}
+	if s.Sharing >= numJobSharing {
+		errs = append(errs, "sharing: unknown value")
+	}
+	if s.Sharing != AcceptExclusive && (s.Replicas != 1 || s.GPUsPerReplica != 1) {
+		errs = append(errs, "sharing: a job that shares a GPU needs exactly 1 replica with 1 GPU")
+	}
+	if s.GPUMemMiB < 0 {
+		errs = append(errs, "gpu_mem_mib: must be >= 0")
+	}
+	if !(s.SMUtil >= 0 && s.SMUtil <= 1) {
+		errs = append(errs, "sm_util: must be in [0, 1]")
+	}
+	if s.MIGProfile != "" && s.Sharing != AcceptMIG && s.Sharing != AcceptAny {
+		errs = append(errs, "mig_profile: needs sharing mig or any")
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
@@ -212,6 +246,50 @@ type Job struct {
 	heapIdx            int32
 	pendPrev, pendNext *Job
 	queued             bool
+
+	sh *jobShare // rate-based progress and sharing metrics (Config.Sharing only)
+}
+
+// jobShare is a job's rate-based state, allocated only in runs with sharing (so
+// runs without it keep Job small).
+type jobShare struct {
+	rs         runState
+	scheduled  bool    // the current run's end event is scheduled
+	sharedSeg  bool    // the current speed segment runs on a GPU with other jobs
+	migIdx     int16   // MIG instance index on its GPU
+	wl         int32   // interned workload (-1 = unknown)
+	base       float64 // placement speed (SpeedModel) of the current run
+	factor     float64 // sharing factor on its GPU (1 = alone)
+	speedInt   float64 // integral of speed over running wall time (µs)
+	speedWall  Duration
+	sharedWall Duration
+	minSpeed   float64
+}
+
+// MeanSpeed is the job's time-weighted mean speed over all its runs (sharing
+// runs only; 0 otherwise or if it never ran).
+func (j *Job) MeanSpeed() float64 {
+	if j.sh == nil || j.sh.speedWall == 0 {
+		return 0
+	}
+	return j.sh.speedInt / float64(j.sh.speedWall)
+}
+
+// MinSpeed is the lowest speed the job ran at (sharing runs only; 0 otherwise).
+func (j *Job) MinSpeed() float64 {
+	if j.sh == nil {
+		return 0
+	}
+	return j.sh.minSpeed
+}
+
+// SharedTime is the wall time the job ran on a GPU shared with other jobs
+// (sharing runs only).
+func (j *Job) SharedTime() Duration {
+	if j.sh == nil {
+		return 0
+	}
+	return j.sh.sharedWall
 }
 
 // EstimatedEnd is when the policy expects the current run to end: LastStart plus the

@@ -33,6 +33,31 @@ const (
 	numNativeCols
 )
 
+// Optional device-level sharing columns (docs/sharing.md, "Scenario fields"),
+// read from native CSV and Parquet; traces without them parse exactly as before.
+const (
+	cSharing = numNativeCols + iota
+	cGPUMemMiB
+	cMIGProfile
+	cSMUtil
+	cWorkload
+	numAllCols
+)
+
+// SharingColumns are the optional native CSV columns saying what GPU sharing a
+// job accepts: sharing (exclusive/any/mig/timeslice/mps), gpu_mem_mib (peak GPU
+// memory per GPU), mig_profile, sm_util (solo SM utilisation in [0, 1]) and
+// workload (the interference-matrix key). The readers accept them (CSV and
+// Parquet); the writers do not write them.
+var SharingColumns = []string{"sharing", "gpu_mem_mib", "mig_profile", "sm_util", "workload"}
+
+func colName(c int) string {
+	if c < numNativeCols {
+		return NativeColumns[c]
+	}
+	return SharingColumns[c-numNativeCols]
+}
+
 // NativeColumns lists the native format's columns in the order the writers use.
 // The first four are required on input.
 var NativeColumns = []string{
@@ -169,6 +194,9 @@ func nativeRow(src fieldSource, file string, line int, in interner) (sim.JobSpec
 	}
 	if j.MemoryMiB < 0 {
 		return bad(cMemory, "must be >= 0, got %d", j.MemoryMiB)
+	}
+	if err := sharingCols(src, &j, file, line, in); err != nil {
+		return sim.JobSpec{}, err
 	}
 	if col, msg := checkLimits(&j); col != "" {
 		return sim.JobSpec{}, rowErr(file, line, col, "%s", msg)
@@ -307,7 +335,7 @@ func (d *dupSet) grow() {
 // csvFields adapts one CSV record to fieldSource through a column map.
 type csvFields struct {
 	rec []string
-	idx [numNativeCols]int
+	idx [numAllCols]int
 }
 
 func (c *csvFields) raw(col int) string {
@@ -367,8 +395,8 @@ func mapNativeColumns(file string, header []string, idx []int) error {
 	for pos, h := range header {
 		h = strings.ToLower(strings.TrimSpace(h))
 		found := false
-		for c, name := range NativeColumns {
-			if h == name {
+		for c := 0; c < len(idx); c++ {
+			if h == colName(c) {
 				if idx[c] >= 0 {
 					return rowErr(file, 1, h, "duplicate column")
 				}
@@ -382,7 +410,11 @@ func mapNativeColumns(file string, header []string, idx []int) error {
 		}
 	}
 	if len(unknown) > 0 {
-		return rowErr(file, 1, "", "unknown column(s) %s (native columns: %s)", strings.Join(unknown, ", "), strings.Join(NativeColumns, ","))
+		cols := strings.Join(NativeColumns, ",")
+		if len(idx) > numNativeCols {
+			cols += "," + strings.Join(SharingColumns, ",")
+		}
+		return rowErr(file, 1, "", "unknown column(s) %s (native columns: %s)", strings.Join(unknown, ", "), cols)
 	}
 	var miss []string
 	for c := 0; c < nativeRequired; c++ {
@@ -588,4 +620,42 @@ func CopyJobs(dst JobWriter, src JobReader) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// sharingCols reads the optional sharing columns of a native CSV row into j.
+func sharingCols(src fieldSource, j *sim.JobSpec, file string, line int, in interner) error {
+	if s, ok := src.str(cSharing); ok {
+		a, err := sim.ParseJobSharing(strings.TrimSpace(s))
+		if err != nil {
+			return rowErr(file, line, colName(cSharing), "%v", err)
+		}
+		j.Sharing = a
+	}
+	v, ok, err := src.integer(cGPUMemMiB, 64)
+	if err != nil {
+		return rowErr(file, line, colName(cGPUMemMiB), "%v", err)
+	}
+	if ok {
+		if v < 0 {
+			return rowErr(file, line, colName(cGPUMemMiB), "must be >= 0, got %d", v)
+		}
+		j.GPUMemMiB = v
+	}
+	if s, ok := src.str(cMIGProfile); ok {
+		j.MIGProfile = in.get(strings.TrimSpace(s))
+	}
+	u, ok, err := src.num(cSMUtil)
+	if err != nil {
+		return rowErr(file, line, colName(cSMUtil), "%v", err)
+	}
+	if ok {
+		if !(u >= 0 && u <= 1) {
+			return rowErr(file, line, colName(cSMUtil), "must be in [0, 1], got %v", u)
+		}
+		j.SMUtil = u
+	}
+	if s, ok := src.str(cWorkload); ok {
+		j.Workload = in.get(strings.TrimSpace(s))
+	}
+	return nil
 }

@@ -17,7 +17,7 @@ const nativeBatch = 2048
 // error reported) are exactly those of a sequential read. Memory is a few batches.
 type nativeCSVReader struct {
 	in    *csvIn
-	idx   [numNativeCols]int
+	idx   [numAllCols]int
 	rep   *ImportReport
 	dups  *dupSet
 	order chan chan parsedBatch

@@ -27,7 +27,9 @@ import (
 // bounds the memory of both directions.
 const parquetBatch = 1 << 17
 
-var nativeArrowTypes = [numNativeCols]arrow.DataType{
+var nativeArrowTypes = [numAllCols]arrow.DataType{
+	cSharing: arrow.BinaryTypes.String, cGPUMemMiB: arrow.PrimitiveTypes.Int64, cMIGProfile: arrow.BinaryTypes.String,
+	cSMUtil: arrow.PrimitiveTypes.Float64, cWorkload: arrow.BinaryTypes.String,
 	cID: arrow.BinaryTypes.String, cSubmit: arrow.PrimitiveTypes.Float64, cGPUs: arrow.PrimitiveTypes.Int32,
 	cDuration: arrow.PrimitiveTypes.Float64, cReplicas: arrow.PrimitiveTypes.Int32, cWalltime: arrow.PrimitiveTypes.Float64,
 	cGPUMilli: arrow.PrimitiveTypes.Int32, cGPUModel: arrow.BinaryTypes.String, cQueue: arrow.BinaryTypes.String,
@@ -284,9 +286,9 @@ type nativeParquetReader struct {
 	f      *os.File
 	pf     *file.Reader
 	rr     pqarrow.RecordReader
-	idx    [numNativeCols]int
+	idx    [numAllCols]int
 	rec    arrow.Record
-	cols   [numNativeCols]arrow.Array
+	cols   [numAllCols]arrow.Array
 	row    int // row inside rec
 	line   int // rows read so far
 	rep    *ImportReport
@@ -338,7 +340,7 @@ func openNativeParquet(path string, opts ReadOptions) (jr JobReader, err error) 
 			continue
 		}
 		if err := checkArrowType(schema.Field(pos).Type, nativeArrowTypes[c]); err != nil {
-			return nil, rowErr(path, 0, NativeColumns[c], "%v", err)
+			return nil, rowErr(path, 0, colName(c), "%v", err)
 		}
 	}
 	r.rr, err = fr.GetRecordReader(context.Background(), nil, nil)

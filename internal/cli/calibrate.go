@@ -104,15 +104,16 @@ func init() {
 			Short: "Measure a real GPU node: topology, co-location interference, telemetry",
 			Long: `calibrate gives gpusim real numbers from a lab machine: the node's GPUs and
 topology (discover), how much workloads slow each other down when they share a GPU
-under time-slicing, MPS or MIG (run), and raw NVML telemetry (telemetry).
+under time-slicing, MPS or MIG (run), and raw NVML telemetry (telemetry); import
+converts published measurements (Gavel, Lucid) to the same interference.yaml.
 
-It needs the NVIDIA driver (NVML). Without one every subcommand exits 1 with
+It needs the NVIDIA driver (NVML). Without one every subcommand but import exits 1 with
 "NVML library not found"; --fake uses a simulated 8-GPU node instead, which drives
 the whole pipeline (workload commands still run for real). See docs/calibrate.md.`,
 		}
 		cmd.PersistentFlags().BoolVar(&po.Fake, "fake", false, "use a simulated DGX-like 8-GPU node instead of NVML")
 		cmd.PersistentFlags().StringVar(&po.NVMLLib, "nvml-lib", "", "path of libnvidia-ml.so (default: the system's libnvidia-ml.so.1)")
-		cmd.AddCommand(calibrateDiscoverCmd(io, &po), calibrateRunCmd(io, &po), calibrateTelemetryCmd(io, &po))
+		cmd.AddCommand(calibrateDiscoverCmd(io, &po), calibrateRunCmd(io, &po), calibrateTelemetryCmd(io, &po), calibrateImportCmd(io))
 		return cmd
 	})
 }
