@@ -180,7 +180,7 @@ func poolSharing(p PoolSpec, n *sim.NodeSpec) {
 	}
 	n.Sharing, _ = sim.ParseSharingMode(p.Sharing.Mode) // validated
 	n.SharingClients = p.Sharing.Clients
-	n.MIGProfiles = p.Sharing.MIGProfiles
+	n.MIGProfiles = arrangeMIG(n.GPUModel, p.Sharing.MIGProfiles)
 	n.MIGReconfigureCost = sim.Duration(p.Sharing.MIGReconfigureCost)
 	n.MIGSpeed = p.Sharing.MIGSpeed
 }
