@@ -3,7 +3,6 @@ package policies
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -21,16 +20,7 @@ type LineError struct {
 
 // Error formats the problem as "line N: path: msg".
 func (e *LineError) Error() string {
-	var b strings.Builder
-	if e.Line > 0 {
-		fmt.Fprintf(&b, "line %d: ", e.Line)
-	}
-	if e.Path != "" {
-		b.WriteString(e.Path)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Msg)
-	return b.String()
+	return yamlmsg.Problem{Line: e.Line, Path: e.Path, Msg: e.Msg}.String()
 }
 
 // TypeErrorf returns a *yaml.TypeError for n: custom UnmarshalYAML methods
