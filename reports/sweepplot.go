@@ -58,6 +58,7 @@ func (t *SweepTable) Figure(title string) *Figure {
 	// the rest (the other grid columns).
 	var pols, rests []string
 	style := map[string][2]int{}
+	keyPol := map[string]string{} // line key -> its policy label ("" when the sweep has none)
 	keyOf := func(r *SweepRow) string {
 		pol := ""
 		if pi >= 0 {
@@ -82,6 +83,7 @@ func (t *SweepTable) Figure(title string) *Figure {
 				rests = append(rests, rest)
 			}
 			style[key] = [2]int{slices.Index(pols, pol), slices.Index(rests, rest)}
+			keyPol[key] = pol
 		}
 		return key
 	}
@@ -147,7 +149,11 @@ func (t *SweepTable) Figure(title string) *Figure {
 			if err != nil {
 				continue
 			}
-			l.Color = lineColor(st[0])
+			col := lineColor(st[0])
+			if keyPol[key] != "" {
+				col = PolicyColor(keyPol[key]) // the policy's colour in every plot
+			}
+			l.Color = col
 			l.Width = vg.Points(1.5)
 			l.Dashes = plotutil.Dashes(st[1])
 			p.Add(l)
@@ -155,7 +161,7 @@ func (t *SweepTable) Figure(title string) *Figure {
 			if err != nil {
 				continue
 			}
-			sc.GlyphStyle.Color = lineColor(st[0])
+			sc.GlyphStyle.Color = col
 			sc.GlyphStyle.Radius = vg.Points(2.5)
 			sc.GlyphStyle.Shape = draw.CircleGlyph{}
 			p.Add(sc)
