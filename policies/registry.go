@@ -123,3 +123,10 @@ type Warner interface {
 type Preflighter interface {
 	Preflight(v *sim.View) error
 }
+
+// QueueQuotas is implemented by policies with per-queue GPU quotas (kueue): the
+// nominal GPUs behind a trace queue name, which summary.json records per queue
+// (per_queue.<q>.nominal_gpus) and the report draws as a reference line.
+type QueueQuotas interface {
+	QueueNominalGPUs(queue string) (gpus float64, ok bool)
+}

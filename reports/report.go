@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/gpusim/gpusim/internal/csvutil"
@@ -832,13 +833,14 @@ func (rep *Report) queueShareFigure() *Figure {
 		label string
 		qs    *QueueShare
 		cap   int64
+		sum   *Summary
 	}
 	var panels []panel
 	var all []string
 	for _, g := range rep.Groups {
 		r := g.Runs[0]
 		if qs := QueueShares(r); qs != nil && r.Summary.GPUCapacity > 0 {
-			panels = append(panels, panel{g.Label, qs, r.Summary.GPUCapacity})
+			panels = append(panels, panel{g.Label, qs, r.Summary.GPUCapacity, r.Summary})
 			for _, q := range qs.Queues {
 				if !slices.Contains(all, q) {
 					all = append(all, q)
@@ -860,6 +862,7 @@ func (rep *Report) queueShareFigure() *Figure {
 	if len(rep.Groups) < len(rep.Runs) {
 		note = " (first run of each policy)"
 	}
+	quota := false
 	for k, p := range panels {
 		ss := make([]TimeSeries, len(all)) // same queue, same color in every panel
 		for qi, q := range all {
@@ -871,8 +874,30 @@ func (rep *Report) queueShareFigure() *Figure {
 				}
 			}
 		}
-		grid[k/cols][k%cols] = TimePlot(p.label+": GPU share per queue", "GPUs allocated to the queue (% of cluster)", ss)
+		pl := TimePlot(p.label+": GPU share per queue", "GPUs allocated to the queue (% of cluster)", ss)
+		// Each queue's nominal quota (policies with quotas: kueue) as a dashed
+		// reference line in the queue's colour.
+		var xmax float64
+		for _, q := range ss {
+			if len(q.T) > 0 {
+				xmax = max(xmax, q.T[len(q.T)-1])
+			}
+		}
+		_, div := timeUnit(xmax)
+		for qi, q := range all {
+			if n := p.sum.PerQueue[q].NominalGPUs; n > 0 && xmax > 0 {
+				y := 100 * n / float64(p.cap)
+				addLineColor(pl, q+" nominal quota", plotter.XYs{{X: 0, Y: y}, {X: xmax / div, Y: y}}, lineColor(qi), []vg.Length{vg.Points(5), vg.Points(3)})
+				pl.Y.Max = max(pl.Y.Max, 1.15*y)
+				quota = true
+			}
+		}
+		grid[k/cols][k%cols] = pl
 	}
-	return &Figure{Name: "queue_share", Title: "GPU share per queue over time" + note, Grid: grid,
+	title := "GPU share per queue over time" + note
+	if quota {
+		title += "; dashed: each queue's nominal GPU quota"
+	}
+	return &Figure{Name: "queue_share", Title: title, Grid: grid,
 		Width: vg.Length(cols) * 5.5 * vg.Inch, Height: vg.Length(rows) * 3.6 * vg.Inch}
 }

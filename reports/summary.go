@@ -80,6 +80,10 @@ type GroupSummary struct {
 	RequeueDelayS Stats `json:"requeue_delay_s"`
 	// Cost is GPUHours priced at showback.pricePerGPUHour (0 without prices).
 	Cost float64 `json:"cost"`
+	// NominalGPUs is the queue's nominal GPU quota where the policy has quotas
+	// (kueue: the nominalQuota of nvidia.com/gpu of its ClusterQueue); omitted
+	// otherwise. Only in per_queue.
+	NominalGPUs float64 `json:"nominal_gpus,omitempty"`
 }
 
 // Fairness holds Jain's fairness index J = (sum x)^2 / (n * sum x^2) of the mean

@@ -78,3 +78,31 @@ func TestArrangeMIG(t *testing.T) {
 		}
 	}
 }
+
+// Policies with quotas record each queue's nominal GPUs in summary.json
+// (per_queue.<q>.nominal_gpus): the Kueue cohort example gives both LocalQueues'
+// ClusterQueues 64 nominal GPUs; fifo has no quotas.
+func TestQueueNominalGPUsInSummary(t *testing.T) {
+	sc, err := Load("examples/kueue-cohort.yaml", []string{"workload.synthetic.jobs=200"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := Run(context.Background(), sc, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if len(r.Summary.PerQueue) != 2 {
+			t.Fatalf("%s: %d queues", r.Label, len(r.Summary.PerQueue))
+		}
+		for q, g := range r.Summary.PerQueue {
+			want := 0.0
+			if r.Label == "kueue" {
+				want = 64
+			}
+			if g.NominalGPUs != want {
+				t.Errorf("%s: queue %s nominal %v, want %v", r.Label, q, g.NominalGPUs, want)
+			}
+		}
+	}
+}

@@ -209,7 +209,18 @@ func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, shared *sha
 	}
 	res.Policy = label
 	prov := reports.Provenance{Version: opts.Version, GoVersion: runtime.Version(), Seed: s.SeedValue(), Scenario: s.Name, ScenarioSHA256: s.hash}
-	summarize := func() *reports.Summary { return reports.SummarizeWith(res, prov, wall, s.Prices()) }
+	summarize := func() *reports.Summary {
+		sum := reports.SummarizeWith(res, prov, wall, s.Prices())
+		if qq, ok := pol.(policies.QueueQuotas); ok {
+			for name, g := range sum.PerQueue {
+				if n, ok := qq.QueueNominalGPUs(name); ok && n > 0 {
+					g.NominalGPUs = n
+					sum.PerQueue[name] = g
+				}
+			}
+		}
+		return sum
+	}
 	pr := PolicyRun{Label: label, Result: res, Wall: wall}
 	if opts.OutDir == "" {
 		pr.Summary = summarize()

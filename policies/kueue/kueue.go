@@ -445,7 +445,16 @@ func orDefault(v, d string) string {
 
 // localQueue resolves a job's LocalQueue key.
 func (k *Kueue) localQueue(j *sim.Job) (*clusterQueue, error) {
-	q := j.Spec.Queue
+	if cq := k.cqForQueue(j.Spec.Queue); cq != nil {
+		return cq, nil
+	}
+	return nil, &policies.ConfigError{Err: fmt.Errorf("job %s: queue %q matches no LocalQueue (known: %s); set params.queueMapping", j.Spec.ID, j.Spec.Queue, strings.Join(slices.Sorted(maps.Keys(k.m.LocalQueues)), ", "))}
+}
+
+// cqForQueue resolves a trace queue name to the ClusterQueue of its LocalQueue
+// (queueMapping.map, then the name, then queueMapping.default; a name without a
+// namespace is in "default"); nil when none matches.
+func (k *Kueue) cqForQueue(q string) *clusterQueue {
 	if mapped, ok := k.p.QueueMapping.Map[q]; ok {
 		q = mapped
 	}
@@ -459,12 +468,27 @@ func (k *Kueue) localQueue(j *sim.Job) (*clusterQueue, error) {
 		return k.lqToCQ[name]
 	}
 	if cq := try(q); cq != nil {
-		return cq, nil
+		return cq
 	}
-	if cq := try(k.p.QueueMapping.Default); cq != nil {
-		return cq, nil
+	return try(k.p.QueueMapping.Default)
+}
+
+// QueueNominalGPUs implements policies.QueueQuotas: the nominalQuota of
+// nvidia.com/gpu, summed over flavors, of the ClusterQueue a trace queue's
+// LocalQueue points at (ok false when the queue matches no LocalQueue). Queues
+// sharing a ClusterQueue share its quota, so each reports the whole of it.
+func (k *Kueue) QueueNominalGPUs(queue string) (float64, bool) {
+	cq := k.cqForQueue(queue)
+	if cq == nil {
+		return 0, false
 	}
-	return nil, &policies.ConfigError{Err: fmt.Errorf("job %s: queue %q matches no LocalQueue (known: %s); set params.queueMapping", j.Spec.ID, j.Spec.Queue, strings.Join(slices.Sorted(maps.Keys(k.m.LocalQueues)), ", "))}
+	var n int64
+	for key, i := range k.frIndex {
+		if key[1] == ResGPU {
+			n += cq.node.nominal[i]
+		}
+	}
+	return float64(n), true
 }
 
 // requests returns the workload's total request per resource name.
