@@ -36,19 +36,7 @@ func TestExamplesRun(t *testing.T) {
 				return
 			}
 			// validate's start-up checks accept every example (no false alarm).
-			nodes, err := sc.Nodes()
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := sim.NewCluster(nodes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			jobs, _, err := sc.Jobs(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := sc.Preflight(c, jobs); err != nil {
+			if err := preflightOf(t, sc); err != nil {
 				t.Fatalf("Preflight: %v", err)
 			}
 			runs, err := Run(context.Background(), sc, RunOptions{NoLog: true})
@@ -83,19 +71,7 @@ func TestPhillyVCsBackfillNeverWorse(t *testing.T) {
 				t.Fatal(err)
 			}
 			// validate's start-up checks accept every example (no false alarm).
-			nodes, err := sc.Nodes()
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := sim.NewCluster(nodes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			jobs, _, err := sc.Jobs(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := sc.Preflight(c, jobs); err != nil {
+			if err := preflightOf(t, sc); err != nil {
 				t.Fatalf("Preflight: %v", err)
 			}
 			runs, err := Run(context.Background(), sc, RunOptions{NoLog: true})

@@ -88,19 +88,7 @@ func TestPreflightFindsWhatRunRejects(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
-			nodes, err := sc.Nodes()
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := sim.NewCluster(nodes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			jobs, _, err := sc.Jobs(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = sc.Preflight(c, jobs)
+			err = preflightOf(t, sc)
 			var se *Error
 			if !errors.As(err, &se) {
 				t.Fatalf("Preflight: want a located *Error, got %v", err)
@@ -171,4 +159,23 @@ func BenchmarkPreflight(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(jobs)), "ns/job")
 		})
 	}
+}
+
+// preflightOf builds sc's cluster and workload as Run does and runs
+// Scenario.Preflight on them (the checks gpusim validate runs).
+func preflightOf(t *testing.T, sc *Scenario) error {
+	t.Helper()
+	nodes, err := sc.Nodes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sim.NewCluster(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, _, err := sc.Jobs(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc.Preflight(c, jobs)
 }

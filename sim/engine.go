@@ -683,6 +683,12 @@ func (e *Engine) stop(j *Job, keepMem bool) {
 	for r, n := range j.Nodes {
 		e.chargeReplica(n, j.GPUs[r*g:(r+1)*g], sp.GPUMilli, sp.CPUMilli, mem, -1)
 	}
+	e.removeRunning(j)
+}
+
+// removeRunning takes j out of the running set (swap with the last, O(1)) and
+// invalidates its pending end event.
+func (e *Engine) removeRunning(j *Job) {
 	i := e.runIdx[j.Ref]
 	last := len(e.running) - 1
 	e.running[i] = e.running[last]

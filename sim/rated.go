@@ -133,13 +133,7 @@ func (e *Engine) stopRated(j *Job, mem int64) {
 			e.chargeReplica(n, j.GPUs[r*g:(r+1)*g], sp.GPUMilli, sp.CPUMilli, mem, -1)
 		}
 	}
-	i := e.runIdx[j.Ref]
-	last := len(e.running) - 1
-	e.running[i] = e.running[last]
-	e.runIdx[e.running[i].Ref] = i
-	e.running = e.running[:last]
-	e.runIdx[j.Ref] = -1
-	j.heapIdx++ // invalidates the pending end event
+	e.removeRunning(j)
 	j.sh.scheduled = false
 	if sharer {
 		e.reshare(j.GPUs[0])
