@@ -103,21 +103,27 @@ func fieldNames(s *arrow.Schema) []string {
 // Dictionary encoding is used only for the low-cardinality string columns in
 // dictCols (it costs much time on unique values such as ids and timestamps).
 func writeParquet(w io.Writer, schema *arrow.Schema, n int, fill func(b *array.RecordBuilder, lo, hi int)) error {
-	props := parquetProps(schema)
-	fw, err := pqarrow.NewFileWriter(schema, w, props, pqarrow.NewArrowWriterProperties())
-	if err != nil {
-		return fmt.Errorf("parquet writer: %w", err)
-	}
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
-	for lo := 0; lo < n || (n == 0 && lo == 0); lo += rowGroupRows {
-		hi := min(lo+rowGroupRows, n)
+	return writeRowGroups(w, schema, n, func(fw *pqarrow.FileWriter, lo, hi int) error {
 		b.Reserve(hi - lo)
 		fill(b, lo, hi)
 		rec := b.NewRecord()
-		err := fw.Write(rec)
-		rec.Release()
-		if err != nil {
+		defer rec.Release()
+		return fw.Write(rec)
+	})
+}
+
+// writeRowGroups opens a Parquet writer for schema (parquetProps), calls
+// group(fw, lo, hi) for each row group [lo, hi) of n rows (once, with 0 rows,
+// when n is 0), and closes the file. group writes the row group's data.
+func writeRowGroups(w io.Writer, schema *arrow.Schema, n int, group func(fw *pqarrow.FileWriter, lo, hi int) error) error {
+	fw, err := pqarrow.NewFileWriter(schema, w, parquetProps(schema), pqarrow.NewArrowWriterProperties())
+	if err != nil {
+		return fmt.Errorf("parquet writer: %w", err)
+	}
+	for lo := 0; lo < n || (n == 0 && lo == 0); lo += rowGroupRows {
+		if err := group(fw, lo, min(lo+rowGroupRows, n)); err != nil {
 			return fmt.Errorf("parquet write: %w", err)
 		}
 		if n == 0 {

@@ -39,12 +39,7 @@ func parquetProps(schema *arrow.Schema) *parquet.WriterProperties {
 // (group may be nil), then col(c, b, lo, hi) for every column c in schema order;
 // col appends hi-lo values to b, a builder of column c's type.
 func writeParquetColumns(w io.Writer, schema *arrow.Schema, n int, group func(lo, hi int), col func(c int, b array.Builder, lo, hi int)) error {
-	fw, err := pqarrow.NewFileWriter(schema, w, parquetProps(schema), pqarrow.NewArrowWriterProperties())
-	if err != nil {
-		return fmt.Errorf("parquet writer: %w", err)
-	}
-	for lo := 0; lo < n || (n == 0 && lo == 0); lo += rowGroupRows {
-		hi := min(lo+rowGroupRows, n)
+	return writeRowGroups(w, schema, n, func(fw *pqarrow.FileWriter, lo, hi int) error {
 		if group != nil {
 			group(lo, hi)
 		}
@@ -58,17 +53,11 @@ func writeParquetColumns(w io.Writer, schema *arrow.Schema, n int, group func(lo
 			err := fw.WriteColumnData(arr)
 			arr.Release()
 			if err != nil {
-				return fmt.Errorf("parquet write: %w", err)
+				return err
 			}
 		}
-		if n == 0 {
-			break
-		}
-	}
-	if err := fw.Close(); err != nil {
-		return fmt.Errorf("parquet close: %w", err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // jobColumns append one jobs.parquet column (by index in jobsSchema) of rows.

@@ -822,14 +822,20 @@ func (e *Engine) applyPreempt(p *Preempt) error {
 	prod := Duration(float64(kept) / j.speed)
 	j.Wasted += max(0, el-prod)
 	j.Done = ckpt
+	e.repend(j, p.Mode)
+	return nil
+}
+
+// repend puts a preempted job back in the pending queue and logs the preemption
+// (a suspend or a preempt event).
+func (e *Engine) repend(j *Job, mode PreemptMode) {
 	j.State = StatePending
 	e.pendPush(j)
-	if p.Mode == PreemptSuspend {
+	if mode == PreemptSuspend {
 		e.record(EvSuspend, j.Ref, 0)
 	} else {
 		e.record(EvPreempt, j.Ref, 0)
 	}
-	return nil
 }
 
 // runWall is the wall time a run needs to take a job from work d0 to work total at

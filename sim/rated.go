@@ -188,12 +188,6 @@ func (e *Engine) preemptRated(j *Job, p *Preempt) error {
 		j.Wasted += max(0, el-prodKept)
 		j.Done = ckpt
 	}
-	j.State = StatePending
-	e.pendPush(j)
-	if p.Mode == PreemptSuspend {
-		e.record(EvSuspend, j.Ref, 0)
-	} else {
-		e.record(EvPreempt, j.Ref, 0)
-	}
+	e.repend(j, p.Mode)
 	return nil
 }
