@@ -790,15 +790,7 @@ func (e *Engine) applyPreempt(p *Preempt) error {
 	j.lastPreempt = e.now
 	switch p.Mode {
 	case PreemptKill:
-		j.Done = done
-		j.Wasted += el
-		j.Overhead += ovh
-		j.State = StateKilled
-		e.ended++
-		j.End = e.now
-		e.lastEnd = e.now
-		e.busyAtLast = e.busy
-		e.record(EvKill, j.Ref, 0)
+		e.killed(j, done, el, ovh)
 		return nil
 	case PreemptSuspend:
 		j.usedWall += el
@@ -824,6 +816,20 @@ func (e *Engine) applyPreempt(p *Preempt) error {
 	j.Done = ckpt
 	e.repend(j, p.Mode)
 	return nil
+}
+
+// killed ends a job stopped for good by its policy: work done (kept in
+// Job.Done), the whole run el wasted, overhead ovh, and a kill event.
+func (e *Engine) killed(j *Job, done, el, ovh Duration) {
+	j.Done = done
+	j.Wasted += el
+	j.Overhead += ovh
+	j.State = StateKilled
+	e.ended++
+	j.End = e.now
+	e.lastEnd = e.now
+	e.busyAtLast = e.busy
+	e.record(EvKill, j.Ref, 0)
 }
 
 // repend puts a preempted job back in the pending queue and logs the preemption

@@ -150,15 +150,7 @@ func (e *Engine) preemptRated(j *Job, p *Preempt) error {
 	j.lastPreempt = e.now
 	switch p.Mode {
 	case PreemptKill:
-		j.Done = st.done
-		j.Wasted += el
-		j.Overhead += st.ovh
-		j.State = StateKilled
-		e.ended++
-		j.End = e.now
-		e.lastEnd = e.now
-		e.busyAtLast = e.busy
-		e.record(EvKill, j.Ref, 0)
+		e.killed(j, st.done, el, st.ovh)
 		return nil
 	case PreemptSuspend:
 		j.usedWall += el
