@@ -1,6 +1,9 @@
 package policies
 
-import "github.com/gpusim/gpusim/sim"
+import (
+	"github.com/gpusim/gpusim/policies/placement"
+	"github.com/gpusim/gpusim/sim"
+)
 
 // profile is a step function of free GPUs over time: free[i] holds on
 // [t[i], t[i+1]) and the last value holds forever.
@@ -152,7 +155,7 @@ func (q *queuePolicy) conservative(v *sim.View, p *sim.Plan, h *sim.Job) error {
 			return true
 		}
 		if best == now {
-			if quickFit(c, s) && q.placer.Place(c, j, &q.pl) {
+			if placement.QuickFit(c, s) && q.placer.Place(c, j, &q.pl) {
 				if err = q.start(p, j); err != nil {
 					return false
 				}
@@ -184,7 +187,7 @@ func (q *queuePolicy) conservative(v *sim.View, p *sim.Plan, h *sim.Job) error {
 			}
 		}
 		if j == h {
-			p.Wait(j.Ref, whyNot(c, j))
+			p.Wait(j.Ref, placement.WhyNot(c, j))
 		} else {
 			p.Wait(j.Ref, sim.ReasonReservation)
 		}

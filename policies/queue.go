@@ -6,6 +6,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/gpusim/gpusim/policies/placement"
 	"github.com/gpusim/gpusim/sim"
 )
 
@@ -69,14 +70,14 @@ type queuePolicy struct {
 	order   order
 	strict  bool
 	bf      backfillMode
-	placer  Placer
+	placer  placement.Placer
 	window  sim.Duration
 	maxTest int
 	res     sim.Duration
 
 	pq  *jobHeap // pending, for non-FIFO orders
 	run *jobHeap // running, by (estimated end, ref), for backfill
-	pl  Placement
+	pl  placement.Placement
 
 	started []*sim.Job
 	// backfill scratch, indexed by node
@@ -94,7 +95,7 @@ type queuePolicy struct {
 
 func newQueuePolicy(name string, o order, bf backfillMode, p QueueParams) (*queuePolicy, error) {
 	var errs []error // every problem is reported
-	pl, err := NewPlacer(p.Placement)
+	pl, err := placement.New(p.Placement)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("placement: %w", err))
 	}
@@ -245,7 +246,7 @@ func (q *queuePolicy) Schedule(v *sim.View, p *sim.Plan) error {
 			}
 			return true
 		}
-		p.Wait(j.Ref, whyNot(c, j))
+		p.Wait(j.Ref, placement.WhyNot(c, j))
 		if q.strict {
 			head = j
 			return false
@@ -441,12 +442,12 @@ func (q *queuePolicy) easy(v *sim.View, p *sim.Plan, h *sim.Job) error {
 			return false
 		}
 		tested++
-		if !quickFit(c, &j.Spec) {
+		if !placement.QuickFit(c, &j.Spec) {
 			p.Wait(j.Ref, sim.ReasonNoCapacity) // cannot fit now: O(1) rejection
 			return true
 		}
 		if !q.placer.Place(c, j, &q.pl) {
-			p.Wait(j.Ref, whyNot(c, j))
+			p.Wait(j.Ref, placement.WhyNot(c, j))
 			return true
 		}
 		rem := j.Estimate - j.Done
@@ -471,7 +472,7 @@ func (q *queuePolicy) easy(v *sim.View, p *sim.Plan, h *sim.Job) error {
 		js := &j.Spec
 		g := int(js.GPUsPerReplica)
 		for r, n := range q.pl.Nodes {
-			if q.pl.usedEarlier(r) || c.NodeModel(n) != mstar {
+			if q.pl.UsedEarlier(r) || c.NodeModel(n) != mstar {
 				continue
 			}
 			var dGPU int32
@@ -500,38 +501,4 @@ func (q *queuePolicy) easy(v *sim.View, p *sim.Plan, h *sim.Job) error {
 		return true
 	})
 	return err
-}
-
-// usedEarlier reports whether replica r's node already appeared in an earlier replica.
-func (pl *Placement) usedEarlier(r int) bool {
-	for i := 0; i < r; i++ {
-		if pl.Nodes[i] == pl.Nodes[r] {
-			return true
-		}
-	}
-	return false
-}
-
-// quickFit is an O(1) necessary condition for s to fit now: enough whole free GPUs
-// (for whole-GPU jobs), CPU and memory in the cluster as a whole.
-func quickFit(c *sim.Cluster, s *sim.JobSpec) bool {
-	if !s.Fractional() && int64(s.TotalGPUs()) > c.FreeGPUs() && !(s.Accepts() != sim.AcceptExclusive && c.NextOpenShared(0) >= 0) {
-		return false
-	}
-	return int64(s.Replicas)*s.CPUMilli <= c.FreeCPU() && int64(s.Replicas)*s.MemoryMiB <= c.FreeMemory()
-}
-
-// whyNot classifies why job j cannot be placed now: not enough free capacity of an
-// allowed model, or enough in total but not placeable per node (fragmentation).
-func whyNot(c *sim.Cluster, j *sim.Job) sim.Reason {
-	s := &j.Spec
-	if !quickFit(c, s) || s.GPUsPerReplica == 0 || s.Fractional() {
-		return sim.ReasonNoCapacity
-	}
-	for m, model := range c.Models() {
-		if s.AllowsModel(model) && c.ModelFree(m) >= int64(s.TotalGPUs()) {
-			return sim.ReasonTopology
-		}
-	}
-	return sim.ReasonNoCapacity
 }

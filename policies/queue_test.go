@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gpusim/gpusim/policies/placement"
 	"github.com/gpusim/gpusim/sim"
 	. "github.com/gpusim/gpusim/sim/simtest"
 )
@@ -108,8 +109,8 @@ func TestPlacements(t *testing.T) {
 	must(c.Allocate(1, []sim.GPUID{8, 9}, 1000, 0, 0))
 	j := &sim.Job{Spec: MakeJob("x").GPUs(2).Obj()}
 	for name, wantNode := range map[string]sim.NodeID{"first-fit": 0, "best-fit": 0, "spread": 2} {
-		pl, _ := NewPlacer(name)
-		var out Placement
+		pl, _ := placement.New(name)
+		var out placement.Placement
 		if !pl.Place(c, j, &out) {
 			t.Fatalf("%s: no placement", name)
 		}
@@ -119,16 +120,16 @@ func TestPlacements(t *testing.T) {
 	}
 	j4 := &sim.Job{Spec: MakeJob("y").GPUs(4).Obj()}
 	for name, wantNode := range map[string]sim.NodeID{"first-fit": 1, "best-fit": 1, "spread": 2} {
-		pl, _ := NewPlacer(name)
-		var out Placement
+		pl, _ := placement.New(name)
+		var out placement.Placement
 		if !pl.Place(c, j4, &out) || out.Nodes[0] != wantNode {
 			t.Errorf("%s: got %v, want node %d", name, out.Nodes, wantNode)
 		}
 	}
 	// A gang of 3 x 4 GPUs: first-fit uses node 1 then node 2 twice.
 	g := &sim.Job{Spec: MakeJob("g").GPUs(4).Replicas(3).Obj()}
-	pl, _ := NewPlacer("first-fit")
-	var out Placement
+	pl, _ := placement.New("first-fit")
+	var out placement.Placement
 	if !pl.Place(c, g, &out) {
 		t.Fatal("gang not placed")
 	}
@@ -136,7 +137,7 @@ func TestPlacements(t *testing.T) {
 		t.Errorf("gang nodes: %s", d)
 	}
 	// spread puts one replica per node first: nodes 2 (8 free), 1 (6 free) then 2 again.
-	pl, _ = NewPlacer("spread")
+	pl, _ = placement.New("spread")
 	if !pl.Place(c, g, &out) {
 		t.Fatal("gang not placed (spread)")
 	}

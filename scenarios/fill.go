@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/gpusim/gpusim/internal/fsutil"
-	"github.com/gpusim/gpusim/policies/fgd"
+	"github.com/gpusim/gpusim/policies/placement/fgd"
 	"github.com/gpusim/gpusim/reports"
 	"github.com/gpusim/gpusim/sim"
 )

@@ -10,7 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gpusim/gpusim/policies"
-	"github.com/gpusim/gpusim/policies/fgd"
+	"github.com/gpusim/gpusim/policies/placement/fgd"
 	"github.com/gpusim/gpusim/sim"
 )
 

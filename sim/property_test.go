@@ -8,6 +8,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/policies/placement"
 	"github.com/gpusim/gpusim/sim"
 )
 
@@ -128,7 +129,7 @@ func TestEngineSafetyProperties(t *testing.T) {
 				feasible = append(feasible, jobs[i])
 			}
 		}
-		placement := rapid.SampledFrom(policies.PlacerNames).Draw(t, "placement")
+		placement := rapid.SampledFrom(placement.Names).Draw(t, "placement")
 		var params = fmt.Sprintf("placement: %s", placement)
 		pol, err := policies.New(polName, yamlNode(params))
 		if err != nil {

@@ -7,7 +7,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/policies/placement"
 	"github.com/gpusim/gpusim/sim"
 	"github.com/gpusim/gpusim/sim/simtest"
 )
@@ -16,8 +16,8 @@ import (
 // and starts what fits, checking that the pending queue stays in Ref order.
 type chaos struct {
 	t      *rapid.T
-	placer policies.Placer
-	pl     policies.Placement
+	placer placement.Placer
+	pl     placement.Placement
 }
 
 func (c *chaos) Name() string { return "chaos" }
@@ -104,7 +104,7 @@ func TestRequeueKeepsQueueOrder(t *testing.T) {
 			jobs = append(jobs, simtest.MakeJob(fmt.Sprintf("j%02d", i)).GPUs(int32(rapid.IntRange(1, 8).Draw(t, "g"))).
 				At(float64(rapid.IntRange(0, 20).Draw(t, "at"))).Dur(float64(rapid.IntRange(1, 30).Draw(t, "d"))).Obj())
 		}
-		pl, _ := policies.NewPlacer("first-fit")
+		pl, _ := placement.New("first-fit")
 		cl, err := sim.NewCluster(simtest.Nodes(2, 8))
 		if err != nil {
 			t.Fatal(err)

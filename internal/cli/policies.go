@@ -8,7 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpusim/gpusim/policies"
-	"github.com/gpusim/gpusim/policies/fgd"
+	"github.com/gpusim/gpusim/policies/placement"
+	"github.com/gpusim/gpusim/policies/placement/fgd"
 )
 
 func init() {
@@ -27,7 +28,7 @@ func init() {
 					}
 				}
 				tw.Flush()
-				fmt.Fprintf(io.Out, "\nplacements (params.placement): %s\n", strings.Join(policies.PlacerNames, ", "))
+				fmt.Fprintf(io.Out, "\nplacements (params.placement): %s\n", strings.Join(placement.Names, ", "))
 				fmt.Fprintf(io.Out, "fill-experiment placers (policies[].name with experiment: {kind: fill}; docs/fgd.md): %s\n", strings.Join(fgd.Policies(), ", "))
 				return nil
 			},

@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/policies/placement"
 	"github.com/gpusim/gpusim/sim"
 )
 
@@ -156,8 +157,8 @@ type Kueue struct {
 	lqToCQ     map[string]*clusterQueue
 	wls        []*workload
 	grace      sim.Duration
-	placer     policies.Placer
-	pl         policies.Placement
+	placer     placement.Placer
+	pl         placement.Placement
 	seq        int64
 	pendingPl  []*workload // admitted, waiting for placement, in admission order
 	evictions  []eviction
@@ -245,7 +246,7 @@ func New(p Params, env policies.Env) (*Kueue, error) {
 	// Every problem of the params is reported; those of the quota tree (build,
 	// initTAS) once the params and manifests are valid.
 	var errs []error
-	placer, perr := policies.NewPlacer(p.Placement)
+	placer, perr := placement.New(p.Placement)
 	if perr != nil {
 		errs = append(errs, fmt.Errorf("placement: %w", perr))
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/policies/placement"
 	"github.com/gpusim/gpusim/sim"
 )
 
@@ -42,7 +43,7 @@ type TopologyRequestRule struct {
 var standardLevelLabels = map[string]sim.Level{
 	"kubernetes.io/hostname":      sim.LevelNode,
 	"nvidia.com/gpu.clique":       sim.LevelNVLink,
-	"topology.kubernetes.io/zone": policies.LevelCluster,
+	"topology.kubernetes.io/zone": placement.LevelCluster,
 }
 
 // levelNames are the values topologyLevelMapping accepts.
@@ -51,7 +52,7 @@ var levelNames = map[string]sim.Level{
 	"node": sim.LevelNode, "hostname": sim.LevelNode,
 	"leaf": sim.LevelLeaf, "rack": sim.LevelLeaf,
 	"spine": sim.LevelSpine, "block": sim.LevelSpine,
-	"cluster": policies.LevelCluster, "zone": policies.LevelCluster,
+	"cluster": placement.LevelCluster, "zone": placement.LevelCluster,
 }
 
 // coarseness orders levels for Topology validation (coarsest largest): on NVL72
@@ -88,7 +89,7 @@ func (t *tasTopology) index(l sim.Level) int { return slices.Index(t.levels, l) 
 
 type tasRule struct {
 	class, queue, cq string
-	mode             policies.TASMode
+	mode             placement.TASMode
 	label            string
 	level            sim.Level
 }
@@ -102,7 +103,7 @@ type tasState struct {
 	rules    []tasRule
 	ruleOf   []int32 // per job ref: 1 + index of its rule, len(rules)+1 = none, 0 = not computed
 	frFlavor []int   // flavor index of each flavor-resource pair
-	placer   policies.TASPlacer
+	placer   placement.TASPlacer
 	base     *sim.Cluster // the live cluster
 	empty    *sim.Cluster // an empty copy of base (Kueue's simulateEmpty)
 	inSim    bool         // a preemption simulation is running
@@ -112,10 +113,10 @@ type tasState struct {
 
 // tasEntry is an entry's topology request and assignment.
 type tasEntry struct {
-	req    policies.TASRequest
+	req    placement.TASRequest
 	flavor int
 	fail   bool // no topology assignment (wait reason "topology")
-	pl     policies.Placement
+	pl     placement.Placement
 }
 
 // initTAS maps Topology levels, checks topologyName references and the
@@ -237,11 +238,11 @@ func (k *Kueue) initTAS() error {
 		}
 		switch {
 		case r.Required != "":
-			rule.mode, rule.label = policies.TASRequired, r.Required
+			rule.mode, rule.label = placement.TASRequired, r.Required
 		case r.Preferred != "":
-			rule.mode, rule.label = policies.TASPreferred, r.Preferred
+			rule.mode, rule.label = placement.TASPreferred, r.Preferred
 		default:
-			rule.mode = policies.TASUnconstrained
+			rule.mode = placement.TASUnconstrained
 		}
 		if rule.label != "" {
 			l, ok := mapLabel(rule.label)
@@ -311,7 +312,7 @@ func (k *Kueue) tasFlavorOK(w *workload, fl int) bool {
 	}
 	topo := k.tas.topo[fl]
 	if r := k.tasRule(w); r != nil {
-		return topo != nil && (r.mode == policies.TASUnconstrained || topo.index(r.level) >= 0)
+		return topo != nil && (r.mode == placement.TASUnconstrained || topo.index(r.level) >= 0)
 	}
 	return topo == nil || k.tas.tasOnly[w.cq]
 }
@@ -319,12 +320,12 @@ func (k *Kueue) tasFlavorOK(w *workload, fl int) bool {
 // tasRequest builds w's request on a flavor of Topology topo. Without an explicit
 // request it is Kueue's implied one: unconstrained at the lowest level, placed
 // LeastFreeCapacity (TASProfileMixed); so is an explicit unconstrained one.
-func (k *Kueue) tasRequest(w *workload, topo *tasTopology) policies.TASRequest {
+func (k *Kueue) tasRequest(w *workload, topo *tasTopology) placement.TASRequest {
 	r := k.tasRule(w)
-	if r == nil || r.mode == policies.TASUnconstrained {
-		return policies.TASRequest{Mode: policies.TASUnconstrained, LeastFreeCapacity: true}
+	if r == nil || r.mode == placement.TASUnconstrained {
+		return placement.TASRequest{Mode: placement.TASUnconstrained, LeastFreeCapacity: true}
 	}
-	req := policies.TASRequest{Mode: r.mode}
+	req := placement.TASRequest{Mode: r.mode}
 	for i := topo.index(r.level); i >= 0; i-- {
 		req.Levels = append(req.Levels, topo.levels[i])
 	}

@@ -1,4 +1,4 @@
-package policies
+package placement
 
 import (
 	"fmt"
@@ -36,14 +36,14 @@ func (p *Placement) reset() {
 	p.used = p.used[:0]
 }
 
-// PlacerNames lists the built-in placements (docs/topology.md describes the
+// Names lists the built-in placements (docs/topology.md describes the
 // topology-aware ones and their arguments).
-var PlacerNames = []string{"first-fit", "best-fit", "spread", "topology-best-fit", "tas", "hived", "binpack"}
+var Names = []string{"first-fit", "best-fit", "spread", "topology-best-fit", "tas", "hived", "binpack"}
 
-// NewPlacer returns a built-in placement by name. A placement with arguments is
+// New returns a built-in placement by name. A placement with arguments is
 // written "NAME:key=value,key=value" (e.g. "tas:required=leaf",
 // "binpack:gpu=2,cpu=1"); unknown or malformed arguments are an error naming them.
-func NewPlacer(name string) (Placer, error) {
+func New(name string) (Placer, error) {
 	base, rawArgs, hasArgs := strings.Cut(name, ":")
 	args, err := parsePlacerArgs(rawArgs)
 	if err != nil {
@@ -60,7 +60,7 @@ func NewPlacer(name string) (Placer, error) {
 	default:
 		f, ok := topologyPlacers[base]
 		if !ok {
-			return nil, fmt.Errorf("unknown placement %q (want one of %s)", base, strings.Join(PlacerNames, ", "))
+			return nil, fmt.Errorf("unknown placement %q (want one of %s)", base, strings.Join(Names, ", "))
 		}
 		if p, err = f(args); err != nil {
 			return nil, fmt.Errorf("placement %q: %w", name, err)
@@ -115,7 +115,7 @@ func hostable(c *sim.Cluster, n sim.NodeID, s *sim.JobSpec, freeGPU int32, alrea
 func (b *bucketPlacer) Place(c *sim.Cluster, j *sim.Job, out *Placement) bool {
 	s := &j.Spec
 	out.reset()
-	if !quickFit(c, s) {
+	if !QuickFit(c, s) {
 		return false
 	}
 	switch {

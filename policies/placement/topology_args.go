@@ -1,4 +1,4 @@
-package policies
+package placement
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"github.com/gpusim/gpusim/sim"
 )
 
-// topologyPlacers builds the topology-aware placements registered in NewPlacer.
+// topologyPlacers builds the topology-aware placements registered in New.
 var topologyPlacers = map[string]func(a *placerArgs) (Placer, error){
 	"topology-best-fit": func(a *placerArgs) (Placer, error) {
 		if err := a.done(); err != nil {

@@ -1,10 +1,11 @@
-package policies
+package placement_test
 
 import (
 	"context"
 	"fmt"
 	"testing"
 
+	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/sim"
 	"github.com/gpusim/gpusim/workloads"
 )
@@ -15,7 +16,7 @@ import (
 // 100k jobs on the same cluster with tas, hived and binpack. The target
 // is fifo + topology-best-fit under 20 s on 2 cores. Run with
 //
-//	go test ./policies -run '^$' -bench BenchmarkTopologyReplay -benchtime 1x -benchmem
+//	go test ./policies/placement -run '^$' -bench BenchmarkTopologyReplay -benchtime 1x -benchmem
 func BenchmarkTopologyReplay(b *testing.B) {
 	type rc struct{ policy, placement string }
 	all := []rc{{"fifo", "best-fit"}, {"fifo", "topology-best-fit"}, {"easy-backfill", "topology-best-fit"},
@@ -49,7 +50,7 @@ func BenchmarkTopologyReplay(b *testing.B) {
 				b.ResetTimer()
 				var events int64
 				for i := 0; i < b.N; i++ {
-					pol, err := New(pc.policy, yamlParams(b, "placement: \""+pc.placement+"\""))
+					pol, err := policies.New(pc.policy, yamlParams(b, "placement: \""+pc.placement+"\""))
 					if err != nil {
 						b.Fatal(err)
 					}

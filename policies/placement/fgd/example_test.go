@@ -3,7 +3,7 @@ package fgd_test
 import (
 	"fmt"
 
-	"github.com/gpusim/gpusim/policies/fgd"
+	"github.com/gpusim/gpusim/policies/placement/fgd"
 	"github.com/gpusim/gpusim/sim"
 )
 

@@ -1,4 +1,4 @@
-package policies
+package placement
 
 import (
 	"github.com/gpusim/gpusim/sim"

@@ -1,4 +1,4 @@
-package policies
+package placement_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/gpusim/gpusim/policies"
+	. "github.com/gpusim/gpusim/policies/placement"
 	"github.com/gpusim/gpusim/sim"
 	. "github.com/gpusim/gpusim/sim/simtest"
 	"github.com/gpusim/gpusim/workloads"
@@ -31,7 +33,7 @@ func dgx(n, perLeaf, leavesPerSpine int) []sim.NodeSpec {
 
 func mustPlacer(t testing.TB, name string) Placer {
 	t.Helper()
-	p, err := NewPlacer(name)
+	p, err := New(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +178,7 @@ func TestFragmentationWaitsWithTopologyReason(t *testing.T) {
 	}
 	for _, pl := range []string{"topology-best-fit", "tas:required=node", "hived", "binpack:gpu=1"} {
 		t.Run(pl, func(t *testing.T) {
-			pol, err := New("fifo", yamlParams(t, "placement: "+pl))
+			pol, err := policies.New("fifo", yamlParams(t, "placement: "+pl))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -199,7 +201,7 @@ func TestFragmentationWaitsWithTopologyReason(t *testing.T) {
 	if mustPlacer(t, "tas:required=leaf").Place(c, j, &pl) {
 		t.Fatalf("required=leaf placed across leaves: %v", pl.Nodes)
 	}
-	if r := whyNot(c, j); r != sim.ReasonTopology {
+	if r := WhyNot(c, j); r != sim.ReasonTopology {
 		t.Errorf("reason %s, want topology", r)
 	}
 	if !mustPlacer(t, "tas:preferred=leaf").Place(c, j, &pl) {
@@ -241,7 +243,7 @@ func TestSpeedModelPackVsSpread(t *testing.T) {
 	}
 	type out struct{ jct, stretch, slow, cross float64 }
 	run := func(placement string) out {
-		pol, err := New("easy-backfill", yamlParams(t, "placement: "+placement))
+		pol, err := policies.New("easy-backfill", yamlParams(t, "placement: "+placement))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -321,7 +323,7 @@ func (r *spanRecorder) Observe(v *sim.View, e sim.Event) {
 // cells are split only when needed.
 func TestHivedBuddyCells(t *testing.T) {
 	c := Cluster(t, dgx(2, 2, 0))
-	if got := newTopoIndex(c).chain; !slices.Equal(got, []sim.Level{sim.LevelPCIe, sim.LevelSocket, sim.LevelNVLink, sim.LevelLeaf}) {
+	if got := CellChain(c); !slices.Equal(got, []sim.Level{sim.LevelPCIe, sim.LevelSocket, sim.LevelNVLink, sim.LevelLeaf}) {
 		t.Errorf("DGX cell chain %v (NVLink = node on a DGX)", got)
 	}
 	var nvl []sim.NodeSpec
@@ -329,7 +331,7 @@ func TestHivedBuddyCells(t *testing.T) {
 		nvl = append(nvl, sim.NodeSpec{Name: fmt.Sprintf("t%d", i), GPUModel: "B200", GPUs: 4, NVLinkSize: 4, PCIeSize: 2, SocketSize: 2,
 			NVLinkDomain: int32(1 + i/18), Leaf: int32(i / 18)})
 	}
-	if got := newTopoIndex(Cluster(t, nvl)).chain; !slices.Equal(got, []sim.Level{sim.LevelPCIe, sim.LevelNode, sim.LevelNVLink, sim.LevelSpine}) {
+	if got := CellChain(Cluster(t, nvl)); !slices.Equal(got, []sim.Level{sim.LevelPCIe, sim.LevelNode, sim.LevelNVLink, sim.LevelSpine}) {
 		t.Errorf("NVL72 cell chain %v", got)
 	}
 	p := mustPlacer(t, "hived")
@@ -375,14 +377,14 @@ func TestBinpackScoring(t *testing.T) {
 	j := job(1, 2)
 	j.Spec.MemoryMiB = 0
 	var pl Placement
-	bp := mustPlacer(t, "binpack:gpu=1").(*binpackPlacer)
+	bp := mustPlacer(t, "binpack:gpu=1")
 	// node 1: cpu (1000+1000)/224000, gpu (4+2)/8; node 2: cpu (100000+1000)/224000, gpu 2/8.
 	for n, want := range map[sim.NodeID]float64{
 		0: (1000.0/224000 + 2.0/8) / 2 * 100,
 		1: (2000.0/224000 + 6.0/8) / 2 * 100,
 		2: (101000.0/224000 + 2.0/8) / 2 * 100,
 	} {
-		if got := bp.score(c, n, &j.Spec, 0); fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", want) {
+		if got := BinpackScore(bp, c, n, &j.Spec); fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", want) {
 			t.Errorf("node %d score %.9f, want %.9f", n, got, want)
 		}
 	}
@@ -400,14 +402,14 @@ func TestBinpackScoring(t *testing.T) {
 }
 
 func TestPlacerArguments(t *testing.T) {
-	for _, name := range PlacerNames {
-		if _, err := NewPlacer(name); err != nil {
+	for _, name := range Names {
+		if _, err := New(name); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 	for _, ok := range []string{"tas:required=leaf", "tas:preferred=nvlink,algorithm=least-free-capacity", "tas:unconstrained=true",
 		"hived:strict=true", "binpack:gpu=2,cpu=0.5,memory=0", "tas:required=rack", "tas:preferred=clique"} {
-		if _, err := NewPlacer(ok); err != nil {
+		if _, err := New(ok); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
@@ -425,7 +427,7 @@ func TestPlacerArguments(t *testing.T) {
 		"best-fit:x=1":                     "best-fit takes no arguments",
 		"nope":                             `unknown placement "nope"`,
 	} {
-		_, err := NewPlacer(bad)
+		_, err := New(bad)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want %q", bad, err, want)
 		}
@@ -600,7 +602,7 @@ func bruteLevel(c *sim.Cluster, j *sim.Job) (sim.Level, int32) {
 							f++
 						}
 					}
-					k += hostable(c, n, s, f, 0)
+					k += Hostable(c, n, s, f, 0)
 				}
 				if k >= s.Replicas {
 					if fr := c.DomainFree(l, int32(d)); best < 0 || fr < best {

@@ -1,4 +1,4 @@
-package policies
+package placement
 
 import (
 	"cmp"
@@ -608,5 +608,5 @@ func startWholeGPU(c *sim.Cluster, j *sim.Job, out *Placement, fallback *bucketP
 		return false, fallback.Place(c, j, out)
 	}
 	out.reset()
-	return true, quickFit(c, s)
+	return true, QuickFit(c, s)
 }
