@@ -29,7 +29,8 @@ const (
 
 // QueueParams are the parameters shared by the queue policies.
 type QueueParams struct {
-	// Placement is first-fit (default), best-fit or spread.
+	// Placement is any placement of package placement (placement.New): first-fit
+	// (default), best-fit, spread, the topology-aware ones or the FGD family.
 	Placement string `yaml:"placement"`
 	// Strict: when the next job in queue order does not fit, stop (head-of-line
 	// blocking, the default for fifo/priority/sjf); when false, skip it and try later jobs.
@@ -56,7 +57,7 @@ func init() {
 			return newQueuePolicy(name, o, bf, p)
 		})
 	}
-	const basic = "placement: first-fit|best-fit|spread; strict: true|false"
+	const basic = "placement: first-fit|best-fit|spread|topology-best-fit|tas|hived|binpack|fgd (gpusim policies lists them); strict: true|false"
 	const bfp = "placement; window (0=unlimited); maxJobsTest; resolution"
 	reg("fifo", "First come, first served with strict head-of-line blocking: nothing starts while the oldest job waits.", basic, orderFIFO, bfNone)
 	reg("priority", "Highest priority first (then submit time); strict head-of-line blocking unless strict: false.", basic, orderPriority, bfNone)
@@ -74,6 +75,8 @@ type queuePolicy struct {
 	window  sim.Duration
 	maxTest int
 	res     sim.Duration
+
+	prepC *sim.Cluster // cluster the placer was prepared for (placement.Prepare)
 
 	pq  *jobHeap // pending, for non-FIFO orders
 	run *jobHeap // running, by (estimated end, ref), for backfill
@@ -237,6 +240,12 @@ func (q *queuePolicy) settle() {
 func (q *queuePolicy) Schedule(v *sim.View, p *sim.Plan) error {
 	q.init(v)
 	c := v.Cluster()
+	if q.prepC != c {
+		if err := placement.Prepare(q.placer, v); err != nil {
+			return err
+		}
+		q.prepC = c
+	}
 	var head *sim.Job
 	var err error
 	q.eachPending(v, func(j *sim.Job) bool {

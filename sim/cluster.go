@@ -107,6 +107,7 @@ type Cluster struct {
 	nodeFree   []int32    // whole free GPUs per node
 	cpuFree    []int64
 	memFree    []int64
+	nodeVer    []uint32           // per node: bumped on every change of its GPUs, CPU or memory
 	domFree    [NumLevels][]int32 // whole free GPUs per domain
 	domHist    [NumLevels][]int32 // number of domains per free count
 	domMax     [NumLevels]int32   // largest free count of any domain
@@ -197,6 +198,7 @@ func NewCluster(nodes []NodeSpec) (*Cluster, error) {
 	c.first = make([]GPUID, nn+1)
 	c.nodeFree = make([]int32, nn)
 	c.cpuFree = make([]int64, nn)
+	c.nodeVer = make([]uint32, nn)
 	c.memFree = make([]int64, nn)
 	c.modelGPUs = make([]int64, len(c.models))
 	c.modelFree = make([]int64, len(c.models))
@@ -348,6 +350,12 @@ func (c *Cluster) GPUUsed(g GPUID) MilliGPU { return c.gpuUsed[g] }
 // NodeFreeGPUs returns the whole free GPUs of node n.
 func (c *Cluster) NodeFreeGPUs(n NodeID) int32 { return c.nodeFree[n] }
 
+// NodeVersion returns a counter that changes whenever node n's allocated GPUs,
+// CPU or memory change (it may wrap; compare for equality only). Placers that
+// keep a mirror of the free resources (the FGD family) re-read a node only when
+// its version moved.
+func (c *Cluster) NodeVersion(n NodeID) uint32 { return c.nodeVer[n] }
+
 // NodeFreeCPU returns the free CPU millicores of node n.
 func (c *Cluster) NodeFreeCPU(n NodeID) int64 { return c.cpuFree[n] }
 
@@ -394,6 +402,7 @@ func (c *Cluster) fitsNode(n NodeID, cpu, mem int64) bool {
 // Allocate charges a replica's resources. It panics on over-allocation: the engine
 // validates plans before calling it.
 func (c *Cluster) allocate(n NodeID, gpus []GPUID, milli MilliGPU, cpu, mem int64) {
+	c.nodeVer[n]++
 	c.cpuFree[n] -= cpu
 	c.memFree[n] -= mem
 	c.freeCPUAll -= cpu
@@ -416,6 +425,7 @@ func (c *Cluster) allocate(n NodeID, gpus []GPUID, milli MilliGPU, cpu, mem int6
 }
 
 func (c *Cluster) release(n NodeID, gpus []GPUID, milli MilliGPU, cpu, mem int64) {
+	c.nodeVer[n]++
 	c.cpuFree[n] += cpu
 	c.memFree[n] += mem
 	c.freeCPUAll += cpu
@@ -499,6 +509,7 @@ func (c *Cluster) Clone() *Cluster {
 	d.nodeFree = append([]int32(nil), c.nodeFree...)
 	d.cpuFree = append([]int64(nil), c.cpuFree...)
 	d.memFree = append([]int64(nil), c.memFree...)
+	d.nodeVer = append([]uint32(nil), c.nodeVer...)
 	for l := range d.domFree {
 		d.domFree[l] = append([]int32(nil), c.domFree[l]...)
 		d.domHist[l] = append([]int32(nil), c.domHist[l]...)

@@ -319,6 +319,7 @@ func (c *Cluster) updateOpen(g GPUID) {
 func (c *Cluster) setGPUUsed(g GPUID, v MilliGPU) {
 	before := c.gpuUsed[g]
 	c.gpuUsed[g] = v
+	c.nodeVer[c.gpuNode[g]]++
 	c.allocMilli += int64(v - before)
 	if c.gpuMode[g] == ShareMIG {
 		return // never in the whole-free indexes

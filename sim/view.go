@@ -172,3 +172,8 @@ func (v *View) Rand() *rand.Rand { return v.e.policyRand }
 
 // Oracle reports whether Job.Estimate is the true duration.
 func (v *View) Oracle() bool { return v.e.cfg.Oracle }
+
+// Seed returns the run's seed (sim.Config.Seed): policies and placers derive their
+// own named streams from it (sim.Stream) so that their draws do not depend on
+// anyone else's.
+func (v *View) Seed() uint64 { return v.e.cfg.Seed }

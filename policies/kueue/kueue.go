@@ -158,6 +158,7 @@ type Kueue struct {
 	wls        []*workload
 	grace      sim.Duration
 	placer     placement.Placer
+	prepC      *sim.Cluster // cluster placer was prepared for (placement.Prepare)
 	pl         placement.Placement
 	seq        int64
 	pendingPl  []*workload // admitted, waiting for placement, in admission order

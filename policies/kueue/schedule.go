@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 
+	"github.com/gpusim/gpusim/policies/placement"
 	"github.com/gpusim/gpusim/sim"
 )
 
@@ -33,6 +34,12 @@ func (k *Kueue) Schedule(v *sim.View, p *sim.Plan) error {
 	}
 	if k.pendingErr != nil {
 		return k.pendingErr
+	}
+	if c := v.Cluster(); k.prepC != c {
+		if err := placement.Prepare(k.placer, v); err != nil {
+			return err
+		}
+		k.prepC = c
 	}
 	k.beginPoint(v)
 	now := v.Now()

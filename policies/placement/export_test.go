@@ -7,7 +7,7 @@ func CellChain(c *sim.Cluster) []sim.Level { return newTopoIndex(c).chain }
 
 // BinpackScore exposes the binpack placer's node score to the external tests.
 func BinpackScore(p Placer, c *sim.Cluster, n sim.NodeID, s *sim.JobSpec) float64 {
-	return p.(*binpackPlacer).score(c, n, s, 0)
+	return p.(*coLocating).Placer.(*binpackPlacer).score(c, n, s, 0)
 }
 
 // Hostable exposes hostable to the external tests.

@@ -38,7 +38,7 @@ func (p *Placement) reset() {
 
 // Names lists the built-in placements (docs/topology.md describes the
 // topology-aware ones and their arguments).
-var Names = []string{"first-fit", "best-fit", "spread", "topology-best-fit", "tas", "hived", "binpack"}
+var Names = []string{"first-fit", "best-fit", "spread", "topology-best-fit", "tas", "hived", "binpack", "fgd"}
 
 // New returns a built-in placement by name. A placement with arguments is
 // written "NAME:key=value,key=value" (e.g. "tas:required=leaf",
@@ -65,7 +65,7 @@ func New(name string) (Placer, error) {
 		if p, err = f(args); err != nil {
 			return nil, fmt.Errorf("placement %q: %w", name, err)
 		}
-		return p, nil
+		return &coLocating{Placer: p, shared: bucketPlacer{mode: bestFit}}, nil
 	}
 	if hasArgs {
 		return nil, fmt.Errorf("placement %q: %s takes no arguments", name, p.Name())
@@ -363,3 +363,31 @@ func (b *bucketPlacer) placeNoGPU(c *sim.Cluster, s *sim.JobSpec, out *Placement
 	}
 	return true
 }
+
+// coLocating gives a placement that knows nothing of device-level sharing (the
+// topology-aware ones and the FGD family) the one co-location rule of the bucket
+// placements' best-fit: on a cluster with shared-mode pools (docs/sharing.md), a
+// job that accepts sharing first joins the fullest shared GPU the engine accepts
+// (Cluster.CanShare, the node's CPU and memory); otherwise, and always on a
+// cluster without sharing, the wrapped placement decides. A gang or a multi-GPU
+// job never co-locates (the engine's rule), so topology constraints are untouched.
+type coLocating struct {
+	Placer
+	shared bucketPlacer
+}
+
+func (p *coLocating) Place(c *sim.Cluster, j *sim.Job, out *Placement) bool {
+	if c.SharingOn() {
+		s := &j.Spec
+		if s.Replicas == 1 && s.GPUsPerReplica == 1 && s.Accepts() != sim.AcceptExclusive {
+			out.reset()
+			if QuickFit(c, s) && p.shared.placeShared(c, s, out) {
+				return true
+			}
+		}
+	}
+	return p.Placer.Place(c, j, out)
+}
+
+// Prepare passes Prepare on to the wrapped placement.
+func (p *coLocating) Prepare(v *sim.View) error { return Prepare(p.Placer, v) }

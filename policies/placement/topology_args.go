@@ -20,6 +20,7 @@ var topologyPlacers = map[string]func(a *placerArgs) (Placer, error){
 	"tas":     newTAS,
 	"hived":   newHived,
 	"binpack": newBinpack,
+	"fgd":     newFGD,
 }
 
 // placerArgs are a placement's "key=value" arguments, each usable once.

@@ -108,9 +108,10 @@ type Placer struct {
 	memLeft []int64
 	model   []int16
 	ver     []uint32
-	affW    int     // affinity tags per node (maxGPUs+1)
-	aff     []int32 // [node*affW+tag] pods with that tag on the node
-	naff    []int32 // distinct tags present per node
+	seen    []uint32 // cluster NodeVersion at the last read of each node
+	affW    int      // affinity tags per node (maxGPUs+1)
+	aff     []int32  // [node*affW+tag] pods with that tag on the node
+	naff    []int32  // distinct tags present per node
 	frag    []float64
 	idle    []float64
 	fragSum float64
@@ -148,6 +149,7 @@ func NewPlacer(c *sim.Cluster, policy string, tw *TargetWorkload, seed uint64) (
 		memLeft: make([]int64, nn),
 		model:   make([]int16, nn),
 		ver:     make([]uint32, nn),
+		seen:    make([]uint32, nn),
 		affW:    int(c.MaxGPUsPerNode()) + 1,
 		naff:    make([]int32, nn),
 		frag:    make([]float64, nn),
@@ -200,13 +202,29 @@ func (p *Placer) SyncNode(n sim.NodeID) {
 }
 
 func (p *Placer) syncNode(n sim.NodeID) {
+	p.seen[n] = p.c.NodeVersion(n)
 	p.cpuLeft[n] = p.c.NodeFreeCPU(n)
 	p.memLeft[n] = p.c.NodeFreeMemory(n)
 	for g := p.first[n]; g < p.first[n+1]; g++ {
 		p.left[g] = int32(sim.WholeGPU - p.c.GPUUsed(sim.GPUID(g)))
+		if p.c.GPUMode(sim.GPUID(g)) == sim.ShareMIG {
+			p.left[g] = 0 // MIG instances are placed by the device level, never by FGD
+		}
 	}
 	p.ver[n]++
 	p.frag[n], p.idle[n] = p.meas.nodeFrag(int(p.model[n]), p.cpuLeft[n], p.left[p.first[n]:p.first[n+1]])
+}
+
+// Refresh re-reads the nodes whose sim.Cluster.NodeVersion moved since the Placer
+// last read them: use it before Place when something other than Commit changes
+// the cluster (an engine starting and ending jobs in a time replay). O(nodes),
+// and only changed nodes lose their cached scores.
+func (p *Placer) Refresh() {
+	for n := range p.seen {
+		if p.seen[n] != p.c.NodeVersion(sim.NodeID(n)) {
+			p.SyncNode(sim.NodeID(n))
+		}
+	}
 }
 
 // Frag returns the cluster fragmentation as the Placer's mirror sees it (kept
@@ -282,6 +300,56 @@ func (p *Placer) Place(j *sim.JobSpec) (pl Placement, ok bool, err error) {
 		return Placement{}, false, nil
 	}
 	return Placement{Node: n, GPUs: p.pickGPUs(&r, n, gpu)}, true, nil
+}
+
+// PlaceGang places every replica of job j as a pod of j's per-replica shape, one
+// after the other: a replica sees the earlier ones as used (on the Placer's mirror
+// only; the cluster is not changed and the mirror is re-read from it before
+// PlaceGang returns). Replica r goes to nodes[r] with gpus[r*g:(r+1)*g], appended
+// to the given slices. ok is false, with the slices truncated to their original
+// length, when some replica has no feasible node. A fractional job is one 1-GPU
+// replica (sim.JobSpec.Validate). Gang replicas are scored independently, as
+// kube-scheduler schedules a gang's pods one by one.
+func (p *Placer) PlaceGang(j *sim.JobSpec, nodes []sim.NodeID, gpus []sim.GPUID) ([]sim.NodeID, []sim.GPUID, bool, error) {
+	if j == nil {
+		return nodes, gpus, false, fmt.Errorf("fgd: nil pod")
+	}
+	one := *j
+	one.Replicas = 1
+	r, err := p.request(&one)
+	if err != nil {
+		return nodes, gpus, false, err
+	}
+	n0, g0 := len(nodes), len(gpus)
+	reps := max(j.Replicas, 1)
+	ok := true
+	for k := int32(0); k < reps; k++ {
+		n, gpu, fits := p.choose(&r)
+		if !fits {
+			ok = false
+			break
+		}
+		gs := p.pickGPUs(&r, n, gpu)
+		nodes = append(nodes, n)
+		gpus = append(gpus, gs...)
+		if k+1 < reps {
+			p.cpuLeft[n] -= r.cpu
+			p.memLeft[n] -= r.mem
+			for _, g := range gs {
+				p.left[g] -= r.milli
+			}
+			p.ver[n]++ // the cached scores of n are stale until SyncNode
+		}
+	}
+	if reps > 1 {
+		for _, n := range nodes[n0:] {
+			p.SyncNode(n) // undo the virtual commits (idempotent for repeats)
+		}
+	}
+	if !ok {
+		return nodes[:n0], gpus[:g0], false, nil
+	}
+	return nodes, gpus, true, nil
 }
 
 // PlaceAndCommit places pod j and, if it fits, commits the placement.

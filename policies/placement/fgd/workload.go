@@ -105,6 +105,13 @@ type TargetWorkload struct {
 // cover PopularityPct of all pods, and renormalise their frequencies to sum to 1.
 // It fails on an empty list or a bad config, never panics.
 func NewTargetWorkload(pods []sim.JobSpec, cfg TargetConfig) (*TargetWorkload, error) {
+	return NewTargetWorkloadFunc(len(pods), func(i int) *sim.JobSpec { return &pods[i] }, cfg)
+}
+
+// NewTargetWorkloadFunc is NewTargetWorkload over the n pods spec(0..n-1), read
+// in place (a time replay builds its target workload from the engine's jobs
+// without copying them).
+func NewTargetWorkloadFunc(n int, spec func(i int) *sim.JobSpec, cfg TargetConfig) (*TargetWorkload, error) {
 	pct := cfg.PopularityPct
 	if pct == 0 {
 		pct = 95
@@ -124,8 +131,8 @@ func NewTargetWorkload(pods []sim.JobSpec, cfg TargetConfig) (*TargetWorkload, e
 	}
 	counts := map[Shape]float64{}
 	var total float64
-	for i := range pods {
-		p := &pods[i]
+	for i := 0; i < n; i++ {
+		p := spec(i)
 		s := ShapeOf(p)
 		if cfg.ExcludeCPUOnly && s.GPUs == 0 {
 			continue
