@@ -258,6 +258,36 @@ func WriteTimeseriesParquet(w io.Writer, res *sim.Result) error {
 // columns (by name and type), and calls fn for every row with the row group's
 // column arrays. Reading is sequential on the caller's goroutine, so a panic of
 // the Parquet decoder on corrupt input is turned into an error.
+// parquetHasColumns reports whether the Parquet file at path starts with the
+// columns of want (same names and types); false when it cannot be read (the
+// reader that follows reports why).
+func parquetHasColumns(path string, want *arrow.Schema) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	rdr, err := file.NewParquetReader(f)
+	if err != nil {
+		return false
+	}
+	defer rdr.Close()
+	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		return false
+	}
+	got, err := fr.Schema()
+	if err != nil || got.NumFields() < want.NumFields() {
+		return false
+	}
+	for i, fd := range want.Fields() {
+		if got.Field(i).Name != fd.Name || !arrow.TypeEqual(got.Field(i).Type, fd.Type) {
+			return false
+		}
+	}
+	return true
+}
+
 func readParquet(path string, want *arrow.Schema, fn func(cols []arrow.Array, i int)) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -427,12 +457,23 @@ type SampleRow struct {
 	// LargestFree is, per topology level (nvlink, pcie, socket, node, leaf, spine),
 	// the most whole free GPUs in one domain of that level.
 	LargestFree [sim.NumLevels]int32
+	// HasUseful: the run had device-level sharing on (docs/sharing.md) and the
+	// file has its columns; UsefulUtilization is then the work done at reference
+	// speed / capacity (useful_utilization), next to the allocated Utilization.
+	HasUseful         bool
+	UsefulUtilization float64
 }
 
 // ReadTimeseriesParquet reads timeseries.parquet back.
 func ReadTimeseriesParquet(path string) ([]SampleRow, error) {
 	var rows []SampleRow
-	err := readParquet(path, timeseriesSchema, func(c []arrow.Array, i int) {
+	want := timeseriesSchema
+	shared := parquetHasColumns(path, timeseriesSharingSchema)
+	if shared {
+		want = timeseriesSharingSchema
+	}
+	nBase := len(timeseriesSchema.Fields())
+	err := readParquet(path, want, func(c []arrow.Array, i int) {
 		rows = append(rows, SampleRow{
 			TimeS: c[0].(*array.Float64).Value(i), GPUsAllocated: c[1].(*array.Float64).Value(i),
 			BusyGPUs: c[2].(*array.Int32).Value(i), Utilization: c[3].(*array.Float64).Value(i),
@@ -442,6 +483,9 @@ func ReadTimeseriesParquet(path string) ([]SampleRow, error) {
 		r := &rows[len(rows)-1]
 		for l := 0; l < int(sim.NumLevels); l++ {
 			r.LargestFree[l] = c[7+l].(*array.Int32).Value(i)
+		}
+		if shared {
+			r.HasUseful, r.UsefulUtilization = true, c[nBase+1].(*array.Float64).Value(i)
 		}
 	})
 	if err != nil {

@@ -384,6 +384,10 @@ func movingAverage(t, y []float64, window float64) []float64 {
 // panel per policy on the same axes (0-100 %, the same time range), each
 // smoothed by a trailing moving average whose window the title states.
 func UtilizationFigure(series []TimeSeries, note string) *Figure {
+	return utilizationFigure(series, nil, note)
+}
+
+func utilizationFigure(series, useful []TimeSeries, note string) *Figure {
 	var top float64
 	for _, s := range series {
 		if len(s.T) > 0 {
@@ -408,13 +412,43 @@ func UtilizationFigure(series []TimeSeries, note string) *Figure {
 			for i := range ys {
 				ys[i] = min(ys[i], 100)
 			}
-			addLineColor(p, "", downsample(s.T, ys, div), seriesColor(s.Name, s.Policy, k), nil)
+			name := ""
+			if useful != nil {
+				name = "allocated"
+			}
+			addLineColor(p, name, downsample(s.T, ys, div), seriesColor(s.Name, s.Policy, k), nil)
+		}
+		if useful != nil && len(useful[k].T) > 0 {
+			u := useful[k]
+			ys := movingAverage(u.T, u.Y, win)
+			for i := range ys {
+				ys[i] = min(ys[i], 100)
+			}
+			p.Y.Label.Text = "GPUs (%)"
+			addLineColor(p, "useful", downsample(u.T, ys, div), color.Black, []vg.Length{vg.Points(4), vg.Points(2)})
+			// room above 100 % for the legend (useful may exceed allocated where
+			// co-located jobs' speed factors sum above 1)
+			p.Y.Max = 130
+			p.Legend.Top, p.Legend.Left = true, false
 		}
 		grid[k/cols][k%cols] = p
 	}
 	title := fmt.Sprintf("GPU utilization (allocated GPUs), %s moving average%s", wname, note)
 	return &Figure{Name: "utilization", Title: title, Grid: grid,
 		Width: vg.Length(cols) * 5.2 * vg.Inch, Height: vg.Length(max(rows, 1)) * 2.6 * vg.Inch}
+}
+
+// UsefulUtilizationFigure draws, per policy, the allocated GPU utilization (solid,
+// the policy's colour) and the useful utilization (dashed, black: work done at
+// reference speed / capacity, which co-location slowdowns push below the
+// allocated line and packing gains, factors summing above 1, above it) on the same axes as UtilizationFigure, smoothed alike. alloc
+// and useful are paired by index; runs without device-level sharing are left out
+// by the caller.
+func UsefulUtilizationFigure(alloc, useful []TimeSeries, note string) *Figure {
+	f := utilizationFigure(alloc, useful, note)
+	f.Name = "utilization_useful"
+	f.Title = strings.Replace(f.Title, "GPU utilization (allocated GPUs)", "Allocated vs useful GPU utilization (useful = work at reference speed / capacity)", 1)
+	return f
 }
 
 // Bar is one bar of a headline panel: the mean over runs with min/max whiskers.

@@ -286,6 +286,9 @@ func (rep *Report) Figures() []*Figure {
 	}
 	figs = append(figs, UtilizationFigure(series(func(s *SampleRow) float64 { return 100 * s.Utilization }), note))
 	figs[len(figs)-1].Legend = rep.groupLabels()
+	if f := rep.usefulFigure(series, note); f != nil {
+		figs = append(figs, f)
+	}
 	figs = append(figs, &Figure{Name: "queue_length", Title: "Pending jobs over time" + note,
 		Width: 7 * in, Height: 4 * in, Grid: [][]*plot.Plot{{TimePlot("Queue length over time"+note,
 			"Pending jobs", series(func(s *SampleRow) float64 { return float64(s.Pending) }))}}})
@@ -303,6 +306,28 @@ func (rep *Report) Figures() []*Figure {
 		}
 	}
 	return figs
+}
+
+// usefulFigure is the allocated-vs-useful utilization figure over the policies
+// whose (first) run had device-level sharing on; nil when none had.
+func (rep *Report) usefulFigure(series func(func(*SampleRow) float64) []TimeSeries, note string) *Figure {
+	alloc := series(func(s *SampleRow) float64 { return 100 * s.Utilization })
+	useful := series(func(s *SampleRow) float64 { return 100 * s.UsefulUtilization })
+	var a, u []TimeSeries
+	var labels []string
+	for k, g := range rep.Groups {
+		ts := g.Runs[0].Timeseries
+		if len(ts) == 0 || !ts[0].HasUseful {
+			continue
+		}
+		a, u, labels = append(a, alloc[k]), append(u, useful[k]), append(labels, g.Label)
+	}
+	if len(a) == 0 {
+		return nil
+	}
+	f := UsefulUtilizationFigure(a, u, note)
+	f.Legend = labels
+	return f
 }
 
 // headline is a 2x3 grid of bar panels: mean over the group's runs, min-max

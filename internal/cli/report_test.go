@@ -96,3 +96,52 @@ func TestReportCommandBadInput(t *testing.T) {
 		t.Errorf("malformed: code %d %s", code, errs)
 	}
 }
+
+// With device-level sharing on, the report plots allocated next to useful
+// utilization over time (issue 11); without it the figure is absent.
+func TestReportUsefulUtilization(t *testing.T) {
+	dir := t.TempDir()
+	ex := filepath.Join("..", "..", "scenarios", "examples", "sharing-timeslice.yaml")
+	if code, out, errs := runCLI("run", ex, "-o", filepath.Join(dir, "run"), "--quiet"); code != 0 {
+		t.Fatalf("run: code %d\n%s%s", code, out, errs)
+	}
+	rep := filepath.Join(dir, "report")
+	if code, out, errs := runCLI("report", filepath.Join(dir, "run"), "-o", rep); code != 0 {
+		t.Fatalf("report: code %d\n%s%s", code, out, errs)
+	}
+	for _, f := range []string{"utilization_useful.png", "utilization_useful.svg"} {
+		if _, err := os.Stat(filepath.Join(rep, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	html, err := os.ReadFile(filepath.Join(rep, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), "utilization_useful") || !strings.Contains(string(html), "Allocated vs useful") {
+		t.Error("index.html does not show the allocated-vs-useful figure")
+	}
+	rows, err := reports.ReadTimeseriesParquet(filepath.Join(dir, "run", "fifo-best-fit", "timeseries.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var differ bool
+	for _, r := range rows {
+		if !r.HasUseful {
+			t.Fatal("sharing run's timeseries read back without useful_utilization")
+		}
+		differ = differ || r.UsefulUtilization != r.Utilization
+	}
+	if !differ {
+		t.Error("useful utilization equals allocated at every sample: interference not visible")
+	}
+	// no sharing: no such figure
+	plain := filepath.Join(dir, "plain")
+	writeRunDirs(t, filepath.Join(dir, "plainrun"))
+	if code, out, errs := runCLI("report", filepath.Join(dir, "plainrun"), "-o", plain); code != 0 {
+		t.Fatalf("report: code %d\n%s%s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(plain, "utilization_useful.png")); err == nil {
+		t.Error("a run without sharing got the useful-utilization figure")
+	}
+}
