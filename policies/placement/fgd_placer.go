@@ -136,7 +136,7 @@ func (f *fgdPlacer) Place(c *sim.Cluster, j *sim.Job, out *Placement) bool {
 		return false
 	}
 	f.p.Refresh()
-	nodes, gpus, ok, err := f.p.PlaceGang(s, out.Nodes, out.GPUs)
+	nodes, gpus, ok, err := f.p.PlaceGangWithin(s, out.Allow, out.Nodes, out.GPUs)
 	out.Nodes, out.GPUs = nodes, gpus
 	if !ok || err != nil {
 		out.reset()

@@ -223,3 +223,106 @@ func TestEveryPlacementCoLocates(t *testing.T) {
 		})
 	}
 }
+
+// mask returns a clone of c with everything on the refused nodes allocated.
+func mask(t *testing.T, c *sim.Cluster, allow func(sim.NodeID) bool) *sim.Cluster {
+	t.Helper()
+	m := c.Clone()
+	for n := sim.NodeID(0); int(n) < m.NumNodes(); n++ {
+		if allow(n) {
+			continue
+		}
+		first, end := m.NodeGPUs(n)
+		for g := first; g < end; g++ {
+			if left := sim.WholeGPU - m.GPUUsed(g); left > 0 {
+				if err := m.Allocate(n, []sim.GPUID{g}, left, 0, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := m.Allocate(n, nil, 0, m.NodeFreeCPU(n), m.NodeFreeMemory(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m
+}
+
+// Placement.Allow: the bucket placements and the FGD scorers restricted to some
+// nodes choose exactly what they choose on a cluster whose other nodes are full;
+// the topology-aware placements never return a refused node.
+func TestPlacementAllow(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	jobs := fgdWorkload(9, 200)
+	tw, err := fgd.NewTargetWorkload(jobs, fgd.TargetConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var restricted, found int
+	for iter := 0; iter < 150; iter++ {
+		c, err := sim.NewCluster(fgdNodes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for g := sim.GPUID(0); int64(g) < c.NumGPUs(); g++ {
+			if k := rng.IntN(10); k < 3 {
+				use(t, c, g)
+			} else if k < 5 {
+				if err := c.Allocate(c.GPUNode(g), []sim.GPUID{g}, sim.MilliGPU(100*(1+rng.IntN(9))), 0, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		refused := map[sim.NodeID]bool{}
+		for n := range c.NumNodes() {
+			refused[sim.NodeID(n)] = rng.IntN(3) == 0
+		}
+		allow := func(n sim.NodeID) bool { return !refused[n] }
+		m := mask(t, c, allow)
+		j := &sim.Job{Spec: jobs[rng.IntN(len(jobs))]}
+		for _, name := range Names {
+			if name == "fgd" {
+				continue // below, through the scorer itself
+			}
+			p := mustPlacer(t, name)
+			pl := Placement{Allow: allow}
+			got := p.Place(c, j, &pl)
+			for _, n := range pl.Nodes {
+				if got && refused[n] {
+					t.Fatalf("%s placed on refused node %d", name, n)
+				}
+			}
+			switch name {
+			case "first-fit", "best-fit", "spread":
+				var ref Placement
+				want := p.Place(m, j, &ref)
+				if got != want || got && (!slices.Equal(pl.Nodes, ref.Nodes) || !slices.Equal(pl.GPUs, ref.GPUs)) {
+					t.Fatalf("iter %d %s: Allow gives %v %v/%v, masked cluster %v %v/%v", iter, name, got, pl.Nodes, pl.GPUs, want, ref.Nodes, ref.GPUs)
+				}
+			}
+			if got {
+				restricted++
+			}
+		}
+		for _, scorer := range fgd.Policies() {
+			a, err := fgd.NewPlacer(c, scorer, tw, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := fgd.NewPlacer(m, scorer, tw, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n1, g1, ok1, err1 := a.PlaceGangWithin(&j.Spec, allow, nil, nil)
+			n2, g2, ok2, err2 := b.PlaceGang(&j.Spec, nil, nil)
+			if err1 != nil || err2 != nil || ok1 != ok2 || !slices.Equal(n1, n2) || !slices.Equal(g1, g2) {
+				t.Fatalf("iter %d fgd %s: within %v %v/%v (%v), masked %v %v/%v (%v)", iter, scorer, ok1, n1, g1, err1, ok2, n2, g2, err2)
+			}
+			if ok1 {
+				found++
+			}
+		}
+	}
+	if restricted < 300 || found < 300 {
+		t.Fatalf("only %d restricted placements and %d fgd placements: the test is too weak", restricted, found)
+	}
+}

@@ -22,7 +22,29 @@ type Placer interface {
 type Placement struct {
 	Nodes []sim.NodeID
 	GPUs  []sim.GPUID
+	// Allow, when set by the caller before Place, restricts the placement to the
+	// nodes for which it returns true (a Slurm partition's free nodes, the nodes a
+	// Volcano predicate admits). Place never returns a node it refuses. The
+	// bucket placements and the FGD family search only allowed nodes; the
+	// topology-aware ones search as usual and refuse a result that uses a refused
+	// node (they may then miss a placement a restricted search would find).
+	Allow func(sim.NodeID) bool
 	used  []nodeUse // scratch: replicas already put on a node during this Place
+}
+
+func (p *Placement) allowed(n sim.NodeID) bool { return p.Allow == nil || p.Allow(n) }
+
+// allAllowed reports whether every node of the placement is allowed.
+func (p *Placement) allAllowed() bool {
+	if p.Allow == nil {
+		return true
+	}
+	for _, n := range p.Nodes {
+		if !p.Allow(n) {
+			return false
+		}
+	}
+	return true
 }
 
 type nodeUse struct {
@@ -158,7 +180,7 @@ func (b *bucketPlacer) placeShared(c *sim.Cluster, s *sim.JobSpec, out *Placemen
 	bestN, bestMem := 0, int64(0)
 	for g := c.NextOpenShared(0); g >= 0; g = c.NextOpenShared(g + 1) {
 		n := c.GPUNode(g)
-		if !s.AllowsModel(c.Node(n).GPUModel) || !c.CanShare(s, g) || hostable(c, n, s, 1, 0) == 0 {
+		if !s.AllowsModel(c.Node(n).GPUModel) || !c.CanShare(s, g) || hostable(c, n, s, 1, 0) == 0 || !out.allowed(n) {
 			continue
 		}
 		k, mem := c.Sharers(g), c.SharedMemUsed(g)
@@ -238,6 +260,10 @@ func (b *bucketPlacer) placeWhole(c *sim.Cluster, s *sim.JobSpec, m int, out *Pl
 			if best < 0 {
 				return false
 			}
+			if !out.allowed(best) {
+				from = best + 1
+				continue
+			}
 			if h := min(hostable(c, best, s, c.NodeFreeGPUs(best), 0), rem); h > 0 {
 				take(c, s, best, h, out)
 				rem -= h
@@ -248,6 +274,9 @@ func (b *bucketPlacer) placeWhole(c *sim.Cluster, s *sim.JobSpec, m int, out *Pl
 	case bestFit:
 		for k := g; k <= maxK && rem > 0; k++ {
 			for n := c.NextNodeWithFree(m, k, 0); n >= 0 && rem > 0; n = c.NextNodeWithFree(m, k, n+1) {
+				if !out.allowed(n) {
+					continue
+				}
 				if h := min(hostable(c, n, s, k, 0), rem); h > 0 {
 					take(c, s, n, h, out)
 					rem -= h
@@ -260,7 +289,7 @@ func (b *bucketPlacer) placeWhole(c *sim.Cluster, s *sim.JobSpec, m int, out *Pl
 			for k := maxK; k >= g && rem > 0; k-- {
 				for n := c.NextNodeWithFree(m, k, 0); n >= 0 && rem > 0; n = c.NextNodeWithFree(m, k, n+1) {
 					already := out.usedOn(n)
-					if pass == 0 && already > 0 {
+					if pass == 0 && already > 0 || !out.allowed(n) {
 						continue
 					}
 					h := hostable(c, n, s, k, already)
@@ -286,7 +315,7 @@ func (b *bucketPlacer) placeFractional(c *sim.Cluster, s *sim.JobSpec, out *Plac
 	var bestSpare sim.MilliGPU
 	for n := sim.NodeID(0); int(n) < c.NumNodes(); n++ {
 		spec := c.Node(n)
-		if spec.GPUs == 0 || !s.AllowsModel(spec.GPUModel) || hostable(c, n, s, 1<<20, 0) == 0 {
+		if spec.GPUs == 0 || !s.AllowsModel(spec.GPUModel) || hostable(c, n, s, 1<<20, 0) == 0 || !out.allowed(n) {
 			continue
 		}
 		first, end := c.NodeGPUs(n)
@@ -328,7 +357,7 @@ func (b *bucketPlacer) placeNoGPU(c *sim.Cluster, s *sim.JobSpec, out *Placement
 		best := sim.NodeID(-1)
 		var bestCPU int64
 		for n := sim.NodeID(0); int(n) < c.NumNodes(); n++ {
-			if hostable(c, n, s, 0, out.usedOn(n)) == 0 {
+			if hostable(c, n, s, 0, out.usedOn(n)) == 0 || !out.allowed(n) {
 				continue
 			}
 			cpu := c.NodeFreeCPU(n)
@@ -386,7 +415,14 @@ func (p *coLocating) Place(c *sim.Cluster, j *sim.Job, out *Placement) bool {
 			}
 		}
 	}
-	return p.Placer.Place(c, j, out)
+	if !p.Placer.Place(c, j, out) {
+		return false
+	}
+	if !out.allAllowed() { // a topology-aware placement ignores Allow while searching
+		out.reset()
+		return false
+	}
+	return true
 }
 
 // Prepare passes Prepare on to the wrapped placement.

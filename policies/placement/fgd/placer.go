@@ -120,7 +120,8 @@ type Placer struct {
 	shapes  map[shapeKey]int32
 	cache   [][]cacheEntry
 	allowed map[string][]bool
-	rank    []int32 // tie-break order: a seeded permutation of the nodes (by name)
+	rank    []int32               // tie-break order: a seeded permutation of the nodes (by name)
+	allow   func(sim.NodeID) bool // during PlaceGangWithin: the nodes it may use
 }
 
 // NewPlacer builds a Placer for policy on cluster c. tw is the target workload of
@@ -311,6 +312,15 @@ func (p *Placer) Place(j *sim.JobSpec) (pl Placement, ok bool, err error) {
 // replica (sim.JobSpec.Validate). Gang replicas are scored independently, as
 // kube-scheduler schedules a gang's pods one by one.
 func (p *Placer) PlaceGang(j *sim.JobSpec, nodes []sim.NodeID, gpus []sim.GPUID) ([]sim.NodeID, []sim.GPUID, bool, error) {
+	return p.PlaceGangWithin(j, nil, nodes, gpus)
+}
+
+// PlaceGangWithin is PlaceGang using only the nodes for which allow returns true
+// (all nodes when allow is nil): the scores of the other nodes are unchanged, the
+// choice is the best allowed one.
+func (p *Placer) PlaceGangWithin(j *sim.JobSpec, allow func(sim.NodeID) bool, nodes []sim.NodeID, gpus []sim.GPUID) ([]sim.NodeID, []sim.GPUID, bool, error) {
+	p.allow = allow
+	defer func() { p.allow = nil }()
 	if j == nil {
 		return nodes, gpus, false, fmt.Errorf("fgd: nil pod")
 	}
@@ -411,7 +421,7 @@ func (p *Placer) choose(r *request) (sim.NodeID, int16, bool) {
 			*e = p.evaluate(r, sim.NodeID(n))
 			e.ver = p.ver[n]
 		}
-		if !e.ok {
+		if !e.ok || p.allow != nil && !p.allow(sim.NodeID(n)) {
 			continue
 		}
 		feasible++
@@ -425,7 +435,7 @@ func (p *Placer) choose(r *request) (sim.NodeID, int16, bool) {
 	if p.kind == kRandom && feasible > 1 {
 		k := p.rng.IntN(feasible)
 		for n := range cache {
-			if cache[n].ok {
+			if cache[n].ok && (p.allow == nil || p.allow(sim.NodeID(n))) {
 				if k == 0 {
 					return sim.NodeID(n), cache[n].gpu, true
 				}
