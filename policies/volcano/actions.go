@@ -207,6 +207,9 @@ func (s *Volcano) allocateJob(vj *vjob) error {
 // them tentatively (tent, the queue's and the job's allocation). On failure it
 // undoes everything, sets vj.reason and returns false.
 func (s *Volcano) tryPlace(vj *vjob) bool {
+	if s.cfg.placer != nil {
+		return s.tryPlaceWith(vj)
+	}
 	q := vj.q
 	s.place = s.place[:0]
 	for r := int32(0); r < vj.j.Spec.Replicas; r++ {
@@ -233,6 +236,65 @@ func (s *Volcano) tryPlace(vj *vjob) bool {
 		vj.alloc = add(vj.alloc, vj.task)
 	}
 	return true
+}
+
+// tryPlaceWith is tryPlace with params.placement choosing the nodes: the same
+// per-task quota checks (Allocatable), then one placement of the whole gang on
+// the live cluster among the nodes the predicates admit and whose idle resources
+// (free minus pipelined holds) fit a task; each task is then checked against
+// its node's idle resources as tryPlace checks it. There is no pipelining onto
+// releasing resources and no nominated node: a placement places what fits now.
+func (s *Volcano) tryPlaceWith(vj *vjob) bool {
+	q := vj.q
+	s.place = s.place[:0]
+	s.useX = false
+	for r := int32(0); r < vj.j.Spec.Replicas; r++ {
+		if !s.allocatable(q, vj.task) {
+			vj.reason = sim.ReasonFairShare
+			if lessEqualOn(q.realCap, q.deserved, vj.task) {
+				vj.reason = sim.ReasonQuota
+			}
+			s.unplace(vj)
+			return false
+		}
+		q.allocated = add(q.allocated, vj.task)
+		vj.alloc = add(vj.alloc, vj.task)
+	}
+	s.cur = vj
+	ok := s.cfg.placer.Place(s.v.Cluster(), vj.j, &s.xpl)
+	s.cur = nil
+	if !ok {
+		vj.reason = s.noNodeReason(vj)
+		s.unplace(vj)
+		return false
+	}
+	sp := &vj.j.Spec
+	for r, n := range s.xpl.Nodes {
+		if _, fit := s.fits(vj, n, s.idle(n), false); !fit {
+			vj.reason = sim.ReasonTopology
+			s.unplace(vj)
+			return false
+		}
+		t := tentTask{n: n}
+		if sp.Fractional() {
+			t.gpu = s.xpl.GPUs[r]
+		}
+		s.place = append(s.place, t)
+		s.tent[n] = add(s.tent[n], vj.task)
+	}
+	s.useX = true
+	return true
+}
+
+// allowNode is Placement.Allow for params.placement: the predicates admit node n
+// for the current job and its idle resources fit one task.
+func (s *Volcano) allowNode(n sim.NodeID) bool {
+	vj := s.cur
+	if vj == nil || !s.predicate(vj, n) {
+		return false
+	}
+	_, ok := s.fits(vj, n, s.idle(n), false)
+	return ok
 }
 
 // nominatedNode returns task r's nominated node when its idle resources fit.
@@ -264,9 +326,15 @@ func (s *Volcano) start(vj *vjob) error {
 	sp := &vj.j.Spec
 	s.nodeBuf = s.nodeBuf[:0]
 	s.gpuBuf = s.gpuBuf[:0]
+	useX := s.useX
+	s.useX = false
+	if useX {
+		s.gpuBuf = append(s.gpuBuf, s.xpl.GPUs...)
+	}
 	for _, t := range s.place {
 		s.nodeBuf = append(s.nodeBuf, t.n)
 		switch {
+		case useX: // the placement's GPUs
 		case sp.GPUsPerReplica == 0:
 		case sp.Fractional():
 			s.gpuBuf = append(s.gpuBuf, t.gpu)

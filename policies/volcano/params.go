@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/policies/placement"
 	"github.com/gpusim/gpusim/sim"
 )
 
@@ -40,6 +41,12 @@ type Params struct {
 	// NetworkTopology gives multi-replica jobs a PodGroup networkTopology
 	// constraint over HyperNode tiers (network-topology-aware scheduling).
 	NetworkTopology *NetworkTopologySpec `yaml:"networkTopology"`
+	// Placement, when set, replaces Volcano's node ordering (the nodeorder and
+	// binpack scores) in the allocate action with a gpusim placement
+	// (placement.New: best-fit, fgd, topology-best-fit, ...), restricted to the
+	// nodes the predicates admit. Empty (the default) keeps Volcano's own. See
+	// docs/volcano.md.
+	Placement string `yaml:"placement"`
 }
 
 // NetworkTopologySpec is the PodGroup networkTopology given to every job with at
@@ -197,6 +204,7 @@ type config struct {
 	defQueue   *queue
 	netTopo    *netTopo
 	warnings   []string
+	placer     placement.Placer // params.placement; nil = Volcano's node ordering
 }
 
 type binpackArgs struct {
@@ -290,6 +298,13 @@ func buildConfig(p Params) (*config, error) {
 	}
 	if !c.enabled["binpack"] {
 		c.binpack = binpackArgs{}
+	}
+	if strings.TrimSpace(p.Placement) != "" {
+		pl, err := placement.New(p.Placement)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("placement: %w", err))
+		}
+		c.placer = pl
 	}
 	c.priority, c.proportion, c.overcommit = c.enabled["priority"], c.enabled["proportion"], c.enabled["overcommit"]
 	for _, t := range c.tiers {

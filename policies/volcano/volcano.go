@@ -8,6 +8,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/policies/placement"
 	"github.com/gpusim/gpusim/sim"
 )
 
@@ -100,6 +101,13 @@ type Volcano struct {
 	restrictDom  int32
 	gpuBuf       []sim.GPUID
 	nodeBuf      []sim.NodeID
+
+	// params.placement: xpl is its last placement (its GPUs are bound when
+	// useX), allowFn admits the nodes the current job (cur) may use.
+	xpl     placement.Placement
+	useX    bool
+	cur     *vjob
+	allowFn func(sim.NodeID) bool
 }
 
 type tentTask struct {
@@ -195,6 +203,14 @@ func (s *Volcano) Schedule(v *sim.View, p *sim.Plan) error {
 	}
 	if s.err != nil {
 		return s.err
+	}
+	if s.cfg.placer != nil && s.allowFn == nil {
+		if err := placement.Prepare(s.cfg.placer, v); err != nil {
+			s.err = err
+			return err
+		}
+		s.allowFn = s.allowNode
+		s.xpl.Allow = s.allowFn
 	}
 	s.v, s.p, s.now = v, p, v.Now()
 	s.changed = false

@@ -565,3 +565,28 @@ tiers: [{plugins: [{name: priority}, {name: gang}]}, {plugins: [{name: drf}, {na
 		t.Errorf("p started on %v, want its nominated node n1\n%s", got, Schedule(res))
 	}
 }
+
+// params.placement replaces Volcano's node ordering in allocate. On two empty
+// 8-GPU nodes j1 (4 GPUs) starts at 0 on node 0; at 1 s a 1-GPU job arrives, at
+// 2 s an 8-GPU job. Volcano's own scores (the default binpack, whose CPU and
+// memory terms outweigh nodeorder's leastrequested here), best-fit and
+// first-fit put the 1-GPU job next to j1 and the 8-GPU job starts at 2 s;
+// spread puts it on the empty node 1, so the 8-GPU job waits until j1 ends at
+// 100 s. fgd and topology-best-fit run through the same path.
+func TestPlacementParam(t *testing.T) {
+	nodes := Nodes(2, 8)
+	jobs := []sim.JobSpec{
+		MakeJob("j1").GPUs(4).Dur(100).Obj(),
+		MakeJob("j2").GPUs(1).Dur(100).At(1).Obj(),
+		MakeJob("j3-big").GPUs(8).Dur(10).At(2).Obj(),
+	}
+	for placement, big := range map[string]float64{"": 2, "spread": 100, "best-fit": 2, "first-fit": 2, "fgd": 2, "topology-best-fit": 2} {
+		res := Run(t, nodes, newVolcano(t, "placement: \""+placement+"\""), jobs...)
+		if got := Starts(res)["j3-big"]; got != big {
+			t.Errorf("placement %q: j3-big started at %v, want %v\n%s", placement, got, big, Schedule(res))
+		}
+	}
+	if _, err := New(Params{Placement: "nope"}); err == nil || !strings.Contains(err.Error(), "placement: unknown placement") {
+		t.Errorf("unknown placement: error %v", err)
+	}
+}
