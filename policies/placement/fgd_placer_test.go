@@ -326,3 +326,12 @@ func TestPlacementAllow(t *testing.T) {
 		t.Fatalf("only %d restricted placements and %d fgd placements: the test is too weak", restricted, found)
 	}
 }
+
+func TestHonoursAllow(t *testing.T) {
+	for _, name := range Names {
+		want := name == "first-fit" || name == "best-fit" || name == "spread" || name == "fgd"
+		if got := HonoursAllow(mustPlacer(t, name)); got != want {
+			t.Errorf("%s: HonoursAllow %v, want %v", name, got, want)
+		}
+	}
+}

@@ -25,14 +25,31 @@ type Placement struct {
 	// Allow, when set by the caller before Place, restricts the placement to the
 	// nodes for which it returns true (a Slurm partition's free nodes, the nodes a
 	// Volcano predicate admits). Place never returns a node it refuses. The
-	// bucket placements and the FGD family search only allowed nodes; the
-	// topology-aware ones search as usual and refuse a result that uses a refused
-	// node (they may then miss a placement a restricted search would find).
+	// bucket placements and the FGD family search only allowed nodes
+	// (HonoursAllow); the topology-aware ones search as usual and refuse a result
+	// that uses a refused node (they may then miss a placement a restricted
+	// search would find).
 	Allow func(sim.NodeID) bool
 	used  []nodeUse // scratch: replicas already put on a node during this Place
 }
 
 func (p *Placement) allowed(n sim.NodeID) bool { return p.Allow == nil || p.Allow(n) }
+
+// HonoursAllow reports whether p searches only the nodes Placement.Allow admits
+// (first-fit, best-fit, spread and the FGD family), so that a restricted search
+// finds a placement whenever one exists among them. The topology-aware
+// placements do not: a policy that must restrict nodes (a Slurm partition, a
+// Volcano HyperNode) accepts only placements for which this is true.
+func HonoursAllow(p Placer) bool {
+	switch q := p.(type) {
+	case *bucketPlacer:
+		return true
+	case *coLocating:
+		_, ok := q.Placer.(*fgdPlacer)
+		return ok
+	}
+	return false
+}
 
 // allAllowed reports whether every node of the placement is allowed.
 func (p *Placement) allAllowed() bool {

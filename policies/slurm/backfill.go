@@ -97,7 +97,13 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 			}
 			end := t.Add(lim)
 			ok := func(n sim.NodeID) bool { return !s.bfBlocked(n, t, end) && !s.resvBlocks(j, n, t, end) }
-			if place(&s.ov, j, pt.nodes, ok, &s.pl, s.topo) {
+			placed := false
+			if t == now && len(s.ov.list) == 0 {
+				placed = s.placeNow(c, j, pt, ok, &s.pl) // params.placement for starts now
+			} else {
+				placed = place(&s.ov, j, pt.nodes, ok, &s.pl, s.topo)
+			}
+			if placed {
 				found = t
 				break
 			}

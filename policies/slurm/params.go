@@ -62,6 +62,13 @@ type Params struct {
 	// (topology/tree over the fabric's leaf switches and spine blocks; a
 	// "topology/" prefix is accepted).
 	TopologyPlugin string `yaml:"topologyPlugin"`
+	// Placement, when set, chooses the nodes of jobs that start now (the main
+	// scheduler and backfill's immediate starts) with a gpusim placement that can
+	// be confined to the job's partition and the nodes Slurm would consider
+	// (placement.HonoursAllow: first-fit, best-fit, spread, fgd), instead of
+	// select/cons_tres's node order. Empty (the default) keeps Slurm's. Not with
+	// topologyPlugin tree. See docs/slurm.md.
+	Placement string `yaml:"placement"`
 }
 
 // PartitionConf is one partition.

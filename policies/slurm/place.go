@@ -72,6 +72,27 @@ func (o *overlay) clear() {
 	o.list = o.list[:0]
 }
 
+// placeNow places job j to start now on the live cluster c: with
+// params.placement the named placement, restricted to the partition's nodes that
+// ok admits (a suspended job resumes on its own nodes, so Slurm's rule places
+// it); else Slurm's own node selection (place). The overlay must be clean (no
+// projected releases): a placement sees only the live cluster.
+func (s *Slurm) placeNow(c *sim.Cluster, j *sim.Job, pt *partition, ok func(sim.NodeID) bool, pl *placement) bool {
+	if s.placer == nil || j.Suspended() || len(s.ov.list) > 0 {
+		return place(&s.ov, j, pt.nodes, ok, pl, s.topo)
+	}
+	s.xpart, s.xok = pt, ok
+	found := s.placer.Place(c, j, &s.xpl)
+	s.xpart, s.xok = nil, nil
+	pl.reset()
+	if !found {
+		return false
+	}
+	pl.nodes = append(pl.nodes, s.xpl.Nodes...)
+	pl.gpus = append(pl.gpus, s.xpl.GPUs...)
+	return true
+}
+
 // placement is a candidate placement: replica r on nodes[r] with
 // gpus[r*g:(r+1)*g].
 type placement struct {

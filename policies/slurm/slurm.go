@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gpusim/gpusim/policies"
+	gplace "github.com/gpusim/gpusim/policies/placement"
 	"github.com/gpusim/gpusim/sim"
 )
 
@@ -84,7 +85,11 @@ type Slurm struct {
 	tree       *assocTree
 	resvs      []*resv
 
-	topo     *treeSel // topology/tree; nil = flat
+	topo     *treeSel         // topology/tree; nil = flat
+	placer   gplace.Placer    // params.placement; nil = Slurm's node selection
+	xpl      gplace.Placement // placer's scratch
+	xpart    *partition       // placeNow's current partition and filter (for xpl.Allow)
+	xok      func(sim.NodeID) bool
 	ptype    preemptType
 	pmode    preemptMode
 	exempt   sim.Duration
@@ -331,6 +336,16 @@ func New(p Params) (*Slurm, error) {
 	default:
 		bad("topologyPlugin: unknown %q (want flat or tree)", p.TopologyPlugin)
 	}
+	if strings.TrimSpace(p.Placement) != "" {
+		if s.placer, err = gplace.New(p.Placement); err != nil {
+			bad("placement: %w", err)
+		} else if s.topo != nil {
+			bad("placement: %q with topologyPlugin tree: choose one node selection", p.Placement)
+		} else if !gplace.HonoursAllow(s.placer) {
+			bad("placement: %q cannot be confined to a partition's nodes (use first-fit, best-fit, spread or fgd; topologyPlugin tree is Slurm's topology-aware selection)", p.Placement)
+		}
+		s.xpl.Allow = func(n sim.NodeID) bool { return s.xpart.mask[n] && s.xok(n) }
+	}
 	// preemption
 	if s.ptype, err = parsePreemptType(p.PreemptType); err != nil {
 		errs = append(errs, err)
@@ -421,6 +436,9 @@ func cfgErr(format string, a ...any) error {
 // to its partition, QOS and association, checking that it can ever run there.
 func (s *Slurm) setup(v *sim.View) error {
 	c := v.Cluster()
+	if err := gplace.Prepare(s.placer, v); err != nil {
+		return err
+	}
 	nn := c.NumNodes()
 	var err error
 	for i, pt := range s.parts {
@@ -910,7 +928,7 @@ func (s *Slurm) mainPass(v *sim.View, p *sim.Plan, full bool) error {
 		pt := s.parts[info.part]
 		end := now.Add(s.runLimit(j))
 		ok := func(n sim.NodeID) bool { return !s.blockedNode[n] && !s.resvBlocks(j, n, now, end) }
-		if place(&s.ov, j, pt.nodes, ok, &s.pl, s.topo) {
+		if s.placeNow(v.Cluster(), j, pt, ok, &s.pl) {
 			if err := p.AddStart(j.Ref, s.pl.nodes, s.pl.gpus); err != nil {
 				return err
 			}

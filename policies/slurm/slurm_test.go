@@ -817,3 +817,49 @@ schedulerParameters: {bf_min_prio_reserve: 800}`), jobs...)
 	def := Run(t, Nodes(1, 8), newSlurm(t, `priority: {weights: {jobSize: 1000}}`), jobs...)
 	wantStarts(t, def, map[string]float64{"r": 0, "q": 30, "p": 1000})
 }
+
+// params.placement chooses the nodes of jobs that start now, inside the job's
+// partition. Partition a holds n1 and n2 (n0 is outside it). j1 (2 GPUs) starts
+// on n1; j2 (2 GPUs, 1 s later) joins it under Slurm's own selection and under
+// best-fit, so the 8-GPU j3 (2 s) starts on the empty n2 at once. Under spread
+// j2 goes to the emptiest node of the partition, n2 (never n0, which is
+// emptier but outside the partition), and j3 waits until j1 ends at 100 s.
+// fgd takes the same path and keeps to the partition. A topology-aware
+// placement, which cannot be confined to a partition, is refused.
+func TestPlacementParam(t *testing.T) {
+	jobs := []sim.JobSpec{
+		MakeJob("j1").GPUs(2).Dur(100).Wall(100).Queue("a").Obj(),
+		MakeJob("j2").GPUs(2).Dur(100).Wall(100).At(1).Queue("a").Obj(),
+		MakeJob("j3").GPUs(8).Dur(10).Wall(10).At(2).Queue("a").Obj(),
+	}
+	for placement, want := range map[string]float64{"": 2, "best-fit": 2, "spread": 100, "fgd": 2} {
+		params := `partitions: [{name: a, nodes: "n[1-2]", default: true}]`
+		if placement != "" {
+			params += "\nplacement: " + placement
+		}
+		res := Run(t, Nodes(3, 8), newSlurm(t, params), jobs...)
+		if got := Starts(res)["j3"]; got != want {
+			t.Errorf("placement %q: j3 started at %v, want %v\n%s", placement, got, want, Schedule(res))
+		}
+		for i := range res.Jobs {
+			for _, n := range res.Jobs[i].Nodes {
+				if n == 0 {
+					t.Errorf("placement %q: %s ran on n0, outside its partition", placement, jobs[i].ID)
+				}
+			}
+		}
+	}
+	for bad, msg := range map[string]string{
+		"placement: nope": "placement: unknown placement",
+		"placement: best-fit\ntopologyPlugin: tree": "placement: \"best-fit\" with topologyPlugin tree",
+	} {
+		var doc yaml.Node
+		if err := yaml.Unmarshal([]byte(bad), &doc); err != nil {
+			t.Fatal(err)
+		}
+		_, err := policies.New("slurm", doc.Content[0])
+		if err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%q: error %v, want %q", bad, err, msg)
+		}
+	}
+}

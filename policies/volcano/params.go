@@ -42,9 +42,9 @@ type Params struct {
 	// constraint over HyperNode tiers (network-topology-aware scheduling).
 	NetworkTopology *NetworkTopologySpec `yaml:"networkTopology"`
 	// Placement, when set, replaces Volcano's node ordering (the nodeorder and
-	// binpack scores) in the allocate action with a gpusim placement
-	// (placement.New: best-fit, fgd, topology-best-fit, ...), restricted to the
-	// nodes the predicates admit. Empty (the default) keeps Volcano's own. See
+	// binpack scores) in the allocate action with a gpusim placement that can be
+	// confined to the nodes the predicates admit (placement.HonoursAllow:
+	// first-fit, best-fit, spread, fgd). Empty (the default) keeps Volcano's own. See
 	// docs/volcano.md.
 	Placement string `yaml:"placement"`
 }
@@ -301,8 +301,11 @@ func buildConfig(p Params) (*config, error) {
 	}
 	if strings.TrimSpace(p.Placement) != "" {
 		pl, err := placement.New(p.Placement)
-		if err != nil {
+		switch {
+		case err != nil:
 			errs = append(errs, fmt.Errorf("placement: %w", err))
+		case !placement.HonoursAllow(pl):
+			errs = append(errs, fmt.Errorf("placement: %q cannot be confined to the nodes Volcano's predicates admit (use first-fit, best-fit, spread or fgd; networkTopology is Volcano's topology-aware placement)", p.Placement))
 		}
 		c.placer = pl
 	}

@@ -75,7 +75,7 @@ func TestPropertyVolcano(t *testing.T) {
 		if rapid.Bool().Draw(rt, "hypernodes") {
 			b.WriteString("networkTopology: {mode: " + rapid.SampledFrom([]string{"hard", "soft"}).Draw(rt, "mode") + "}\n")
 		}
-		if pl := rapid.SampledFrom([]string{"", "", "best-fit", "spread", "fgd", "topology-best-fit", "binpack"}).Draw(rt, "placement"); pl != "" {
+		if pl := rapid.SampledFrom([]string{"", "", "best-fit", "spread", "first-fit", "fgd"}).Draw(rt, "placement"); pl != "" {
 			b.WriteString("placement: " + pl + "\n")
 		}
 		params := b.String()

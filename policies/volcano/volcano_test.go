@@ -572,7 +572,8 @@ tiers: [{plugins: [{name: priority}, {name: gang}]}, {plugins: [{name: drf}, {na
 // memory terms outweigh nodeorder's leastrequested here), best-fit and
 // first-fit put the 1-GPU job next to j1 and the 8-GPU job starts at 2 s;
 // spread puts it on the empty node 1, so the 8-GPU job waits until j1 ends at
-// 100 s. fgd and topology-best-fit run through the same path.
+// 100 s. fgd runs through the same path; a topology-aware placement, which
+// cannot be confined to the predicates' nodes, is refused.
 func TestPlacementParam(t *testing.T) {
 	nodes := Nodes(2, 8)
 	jobs := []sim.JobSpec{
@@ -580,7 +581,7 @@ func TestPlacementParam(t *testing.T) {
 		MakeJob("j2").GPUs(1).Dur(100).At(1).Obj(),
 		MakeJob("j3-big").GPUs(8).Dur(10).At(2).Obj(),
 	}
-	for placement, big := range map[string]float64{"": 2, "spread": 100, "best-fit": 2, "first-fit": 2, "fgd": 2, "topology-best-fit": 2} {
+	for placement, big := range map[string]float64{"": 2, "spread": 100, "best-fit": 2, "first-fit": 2, "fgd": 2} {
 		res := Run(t, nodes, newVolcano(t, "placement: \""+placement+"\""), jobs...)
 		if got := Starts(res)["j3-big"]; got != big {
 			t.Errorf("placement %q: j3-big started at %v, want %v\n%s", placement, got, big, Schedule(res))
@@ -588,5 +589,8 @@ func TestPlacementParam(t *testing.T) {
 	}
 	if _, err := New(Params{Placement: "nope"}); err == nil || !strings.Contains(err.Error(), "placement: unknown placement") {
 		t.Errorf("unknown placement: error %v", err)
+	}
+	if _, err := New(Params{Placement: "tas"}); err == nil || !strings.Contains(err.Error(), "cannot be confined") {
+		t.Errorf("tas: error %v", err)
 	}
 }
