@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -321,3 +322,49 @@ func parseGavel(name string, b []byte) (map[string]map[string]*gavelEntry, error
 	}
 	return out, nil
 }
+
+// GavelJob is one job key of Gavel's throughput file: its job type ("ResNet-50
+// (batch size 64)") and scale factor (GPUs of the gang).
+type GavelJob struct {
+	Type  string
+	Scale int
+}
+
+// ReadGavelIsolated reads the isolated ("null") throughputs, in steps/s, of
+// Gavel's simulation_throughputs.json: per GPU type as the file names it (k80,
+// p100, v100, ...; the *_unconsolidated types included) and per job. A scale
+// factor's throughput is the whole gang's (Gavel's scheduler/utils.py
+// read_all_throughputs_json_v2 and Scheduler._get_num_steps). Errors name
+// file:line and the key path, as ImportGavel's.
+func ReadGavelIsolated(name string, r io.Reader) (map[string]map[GavelJob]float64, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	raw, err := parseGavel(name, b)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]map[GavelJob]float64, len(raw))
+	for g, jobs := range raw {
+		m := make(map[GavelJob]float64, len(jobs))
+		for _, e := range jobs {
+			if e.hasNl {
+				m[GavelJob{Type: e.job, Scale: e.scale}] = e.null
+			}
+		}
+		out[g] = m
+	}
+	return out, nil
+}
+
+// gavelThroughputs is Gavel's scheduler/simulation_throughputs.json (MIT; see
+// testdata/gavel/NOTICE.md for origin and licence).
+//
+//go:embed testdata/gavel/simulation_throughputs.json
+var gavelThroughputs []byte
+
+// GavelThroughputsFile returns the embedded copy of Gavel's
+// scheduler/simulation_throughputs.json (MIT; testdata/gavel/NOTICE.md); the
+// caller must not modify it.
+func GavelThroughputsFile() []byte { return gavelThroughputs }

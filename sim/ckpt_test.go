@@ -336,3 +336,32 @@ func (p *politePingPong) Schedule(v *sim.View, pl *sim.Plan) error {
 	}
 	return p.scripted.Schedule(v, pl)
 }
+
+// TestLease works PreemptLease by hand: a 350 s job leased out at 100 s and 250 s
+// keeps all its work each time (no checkpoints configured, so a requeue would
+// lose everything); with restore 20 s each restart costs 20 s. At half speed the
+// work kept is half the wall time.
+func TestLease(t *testing.T) {
+	j := simtest.MakeJob("a").GPUs(8).Dur(350).Obj()
+	acts := []action{{at: 100, job: "a", mode: sim.PreemptLease}, {at: 250, job: "a", mode: sim.PreemptLease}}
+	res := runCkpt(t, sim.Config{}, &scripted{acts: acts}, j)
+	a := job(res, "a")
+	if a.End.Seconds() != 350 || a.Preempted != 2 || a.Wasted != 0 {
+		t.Errorf("end %g preempted %d wasted %s, want 350 2 0", a.End.Seconds(), a.Preempted, a.Wasted)
+	}
+	// restarts at 100 and 250 each pay 20 s: work 0-100, 120-250 (130), 270-390 (120).
+	res = runCkpt(t, sim.Config{CheckpointRestore: sim.Seconds(20)}, &scripted{acts: acts}, j)
+	if a := job(res, "a"); a.End.Seconds() != 390 || secs(a.Overhead) != 40 {
+		t.Errorf("with restore: end %g overhead %g, want 390 40", a.End.Seconds(), secs(a.Overhead))
+	}
+	// half speed: 100 s of wall = 50 s of work kept at each lease end.
+	res = runCkpt(t, sim.Config{Speed: half{}}, &scripted{acts: acts}, j)
+	if a := job(res, "a"); a.End.Seconds() != 700 || a.Done != a.Spec.Duration {
+		t.Errorf("half speed: end %g done %s, want 700 and all work", a.End.Seconds(), a.Done)
+	}
+	// a requeue at the same times loses the work: 100 + 150 + 350 = 600.
+	acts[0].mode, acts[1].mode = sim.PreemptRequeue, sim.PreemptRequeue
+	if a := job(runCkpt(t, sim.Config{}, &scripted{acts: acts}, j), "a"); a.End.Seconds() != 600 {
+		t.Errorf("requeue: end %g, want 600", a.End.Seconds())
+	}
+}

@@ -766,7 +766,7 @@ func (e *Engine) applyPreempt(p *Preempt) error {
 	if j.State != StateRunning {
 		return fmt.Errorf("job is %s, not running", j.State)
 	}
-	if p.Mode > PreemptSuspend {
+	if p.Mode > PreemptLease {
 		return fmt.Errorf("unknown preemption mode %d", p.Mode)
 	}
 	if !j.Preemptible(e.now) {
@@ -797,6 +797,10 @@ func (e *Engine) applyPreempt(p *Preempt) error {
 		j.suspended = true
 		j.GPUs = nil // Nodes stay: the job resumes there
 		ckpt = done
+	case PreemptLease:
+		ckpt = done // all work kept
+		j.restore = true
+		j.Nodes, j.GPUs = nil, nil
 	default:
 		if c := e.cfg.CheckpointSave; e.cfg.CheckpointOnSignal && p.Grace >= c && p.Grace > 0 && el >= c {
 			// saved in the last c of the grace period: the work done when the save

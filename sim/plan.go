@@ -18,9 +18,16 @@ const (
 	// Job.Suspended() true and Job.Nodes kept. It can only be resumed (AddStart) on
 	// the same node per replica; resuming costs no restore time.
 	PreemptSuspend
+	// PreemptLease ends a round-based policy's lease (Gavel, Pollux, Sia): the
+	// job stops, keeps all its work (as if checkpointed at this instant at no
+	// cost), releases its nodes and returns to the pending queue. Its next start
+	// pays Config.CheckpointRestore, like any restart after a requeue. A policy
+	// that keeps a job on the same GPUs for the next round simply does not
+	// preempt it.
+	PreemptLease
 )
 
-var preemptModeNames = [...]string{"requeue", "kill", "suspend"}
+var preemptModeNames = [...]string{"requeue", "kill", "suspend", "lease"}
 
 // String returns the mode's name.
 func (m PreemptMode) String() string {

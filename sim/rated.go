@@ -159,6 +159,12 @@ func (e *Engine) preemptRated(j *Job, p *Preempt) error {
 		j.Overhead += st.ovh
 		j.Wasted += max(0, el-st.prod)
 		j.Done = st.done
+	case PreemptLease:
+		j.restore = true
+		j.Nodes, j.GPUs = nil, nil
+		j.Overhead += st.ovh
+		j.Wasted += max(0, el-st.prod)
+		j.Done = st.done
 	default:
 		ckpt, prodKept, ovh := st.ckpt, st.prodCkpt, st.ovh
 		if c := e.cfg.CheckpointSave; e.cfg.CheckpointOnSignal && p.Grace >= c && p.Grace > 0 && el >= c {
