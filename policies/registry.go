@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/workloads"
 )
 
 // Env is what a policy factory may know about its surroundings.
@@ -19,6 +20,11 @@ type Env struct {
 	// problems in text embedded in params (Kueue's inline manifests) are
 	// reported at its lines.
 	File string
+	// Throughputs is the scenario's throughput table (nil without a
+	// throughputs: block) and ThroughputRef its reference GPU type's index: what
+	// heterogeneity-aware policies (gavel) plan with.
+	Throughputs   *workloads.ThroughputTable
+	ThroughputRef int
 }
 
 // Resolve makes p relative to BaseDir (absolute paths unchanged).

@@ -99,7 +99,11 @@ func (s *Scenario) Jobs(c *sim.Cluster) ([]sim.JobSpec, *traces.ImportReport, er
 		}
 	case s.Workload.Trace != nil:
 		path = "workload.trace"
-		var err error
+		tt, ref, err := s.throughputs()
+		if err != nil {
+			return nil, nil, err
+		}
+		s.Workload.Trace.Options.Throughputs, s.Workload.Trace.Options.ThroughputRef = tt, ref
 		jobs, rep, err = s.Workload.Trace.LoadOn(s.dir, s.SeedValue(), c.NumGPUs())
 		if err != nil {
 			return nil, nil, s.fieldErr(path, err)

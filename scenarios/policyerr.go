@@ -230,7 +230,11 @@ func (s *Scenario) validatePolicyParams() []Problem {
 
 // env is what policy factories may know about the scenario.
 func (s *Scenario) env() policies.Env {
-	return policies.Env{BaseDir: s.dir, File: s.file}
+	e := policies.Env{BaseDir: s.dir, File: s.file}
+	if t, ref, err := s.throughputs(); err == nil && t != nil {
+		e.Throughputs, e.ThroughputRef = t, ref
+	}
+	return e
 }
 
 // yamlProblems locates the strict decode's problems (lines of the re-encoded

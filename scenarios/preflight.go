@@ -17,6 +17,9 @@ func (s *Scenario) engineConfig(pol sim.Policy, cluster *sim.Cluster, jobs []sim
 	if cfg.Speed, err = s.Speed(); err != nil {
 		return cfg, err
 	}
+	if cfg.Speed, err = s.throughputSpeed(cfg.Speed); err != nil {
+		return cfg, err
+	}
 	if cfg.Sharing, err = s.SharingConfig(); err != nil {
 		return cfg, err
 	}

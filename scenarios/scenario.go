@@ -57,11 +57,16 @@ type Scenario struct {
 	// SharingDefaults fills the sharing fields of jobs that do not set them,
 	// per job class (see SharingDefault).
 	SharingDefaults map[string]SharingDefault `yaml:"sharingDefaults"`
+	// Throughputs, when present, is a per-(job type, GPU type) throughput table
+	// (see ThroughputsSpec).
+	Throughputs *ThroughputsSpec `yaml:"throughputs"`
 
-	file string     // path it was read from ("" when embedded)
-	dir  string     // base directory for relative paths
-	root *yaml.Node // document, after --set overrides
-	hash string     // sha256 of the effective document
+	tput    *workloads.ThroughputTable // Throughputs, loaded once
+	tputRef int
+	file    string     // path it was read from ("" when embedded)
+	dir     string     // base directory for relative paths
+	root    *yaml.Node // document, after --set overrides
+	hash    string     // sha256 of the effective document
 }
 
 // Showback is the price list for showback: currency units per GPU-hour.

@@ -177,3 +177,8 @@ func (v *View) Oracle() bool { return v.e.cfg.Oracle }
 // own named streams from it (sim.Stream) so that their draws do not depend on
 // anyone else's.
 func (v *View) Seed() uint64 { return v.e.cfg.Seed }
+
+// RestoreCost is the wall time a requeued or leased-out job spends at each
+// restart before it makes progress (Config.CheckpointRestore): round-based
+// policies plan their rounds with it.
+func (v *View) RestoreCost() Duration { return v.e.cfg.CheckpointRestore }

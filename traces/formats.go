@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpusim/gpusim/internal/fsutil"
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/workloads"
 )
 
 // FormatNative is the name of gpusim's own job format.
@@ -24,6 +25,10 @@ type ReadOptions struct {
 	// AllowDuplicateIDs turns off the duplicate-job-ID check, which otherwise keeps
 	// a 128-bit hash per job (the only per-job memory of a streaming read).
 	AllowDuplicateIDs bool
+	// Throughputs and ThroughputRef (a GPU type index of the table) turn work in
+	// steps into reference-GPU time for formats that give steps (gavel).
+	Throughputs   *workloads.ThroughputTable
+	ThroughputRef int
 }
 
 // JobReader streams a job trace. Next returns io.EOF after the last job; a bad row

@@ -37,6 +37,9 @@ type TraceSource struct {
 	TargetLoad float64      `yaml:"targetLoad"`
 	Window     *TraceWindow `yaml:"window"`
 	Limit      int          `yaml:"limit"` // keep the first N jobs after filter and window; 0 = all
+	// Options are the importer options the scenario sets (not YAML): the
+	// throughput table of formats that give work in steps.
+	Options ReadOptions `yaml:"-"`
 }
 
 // TraceFilter keeps the jobs matching every non-empty list.
@@ -157,7 +160,7 @@ func (t *TraceSource) LoadOn(baseDir string, seed uint64, clusterGPUs int64) ([]
 	if t.TargetLoad > 0 && clusterGPUs <= 0 {
 		return nil, nil, fmt.Errorf("targetLoad needs the cluster size (GPUs)")
 	}
-	r, err := OpenJobs(t.Format, ResolvePath(baseDir, t.Path))
+	r, err := OpenJobsWith(t.Format, ResolvePath(baseDir, t.Path), t.Options)
 	if err != nil {
 		return nil, nil, err
 	}

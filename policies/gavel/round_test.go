@@ -1,0 +1,58 @@
+package gavel
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/workloads"
+)
+
+// The round mechanism by hand: one V100, jobs A and B of 500 steps at 1 step/s,
+// both at t = 0, min_total_duration (x = 1/2 each). Time received starts at half
+// a round (180 s) per job.
+//
+//	round 1 (0-360):    priorities tie (0.5 / 0.5), A first by add order; A runs 360 steps.
+//	round 2 (360-720):  fractions A 540/720, B 180/720: B's priority 2 > A's 2/3; B runs.
+//	round 3 (720-860):  fractions tie again; A runs its last 140 steps and ends at 860.
+//	round 4 (860-1000): A is gone; B runs its last 140 steps and ends at 1000.
+//
+// A is leased out at 360 and B at 720, each keeping all its work.
+func TestRoundsByHand(t *testing.T) {
+	tt, err := workloads.GavelThroughputTable("hand.json", strings.NewReader(`{"v100": {"('A', 1)": {"null": 1.0}, "('B', 1)": {"null": 1.0}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sim.NewCluster([]sim.NodeSpec{{Name: "v0", GPUModel: "V100", GPUs: 1, CPUMilli: 1000, MemoryMiB: 1024, NVLinkDomain: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(id string) sim.JobSpec {
+		return sim.JobSpec{ID: sim.JobID(id), Workload: id, Replicas: 1, GPUsPerReplica: 1, GPUMilli: sim.WholeGPU,
+			Duration: 500 * sim.Second, Class: sim.ClassTraining}
+	}
+	g, err := New(Params{}, tt, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: []sim.JobSpec{job("A"), job("B")}, Policy: g,
+		Speed: &workloads.ThroughputSpeed{Table: tt, Reference: 0}, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := &res.Jobs[0], &res.Jobs[1]
+	if a.End.Seconds() != 860 || b.End.Seconds() != 1000 {
+		t.Errorf("A ends at %v, B at %v; want 860 and 1000", a.End.Seconds(), b.End.Seconds())
+	}
+	if a.Preempted != 1 || b.Preempted != 1 || a.Wasted != 0 || b.Wasted != 0 {
+		t.Errorf("preempted %d/%d wasted %s/%s, want 1/1 and no waste", a.Preempted, b.Preempted, a.Wasted, b.Wasted)
+	}
+	if g.Rounds != 4 {
+		t.Errorf("%d rounds, want 4", g.Rounds)
+	}
+}
