@@ -118,7 +118,7 @@ func writeParquet(w io.Writer, schema *arrow.Schema, n int, fill func(b *array.R
 // group(fw, lo, hi) for each row group [lo, hi) of n rows (once, with 0 rows,
 // when n is 0), and closes the file. group writes the row group's data.
 func writeRowGroups(w io.Writer, schema *arrow.Schema, n int, group func(fw *pqarrow.FileWriter, lo, hi int) error) error {
-	fw, err := pqarrow.NewFileWriter(schema, w, parquetProps(schema), pqarrow.NewArrowWriterProperties())
+	fw, err := pqarrow.NewFileWriter(schema, w, parquetProps(schema), pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(parquetAlloc)))
 	if err != nil {
 		return fmt.Errorf("parquet writer: %w", err)
 	}

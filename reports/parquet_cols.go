@@ -22,6 +22,7 @@ func parquetProps(schema *arrow.Schema) *parquet.WriterProperties {
 		parquet.WithMaxRowGroupLength(rowGroupRows),
 		parquet.WithCreatedBy(createdBy),
 		parquet.WithDictionaryDefault(false),
+		parquet.WithAllocator(parquetAlloc),
 	}
 	for _, f := range schema.Fields() {
 		if dictCols[f.Name] {
