@@ -152,10 +152,15 @@ func (e *Engine) preemptRated(j *Job, p *Preempt) error {
 	case PreemptKill:
 		e.killed(j, st.done, el, st.ovh)
 		return nil
-	case PreemptSuspend:
-		j.usedWall += el
-		j.suspended = true
-		j.GPUs = nil
+	case PreemptSuspend, PreemptMigrate:
+		if p.Mode == PreemptSuspend {
+			j.usedWall += el
+			j.suspended = true
+			j.GPUs = nil
+		} else {
+			j.restore, j.migrated, j.migDelay = true, true, p.Delay
+			j.Nodes, j.GPUs = nil, nil
+		}
 		j.Overhead += st.ovh
 		j.Wasted += max(0, el-st.prod)
 		j.Done = st.done
