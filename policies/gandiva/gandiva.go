@@ -66,20 +66,20 @@ const (
 
 // Policy is the gandiva policy.
 type Policy struct {
-	packU, unknownU              float64
-	slice, introspect, migrate   bool
-	delay                        sim.Duration
-	gang                         policies.Placer
-	one                          policies.Placer
-	tab                          coloc.Table
-	join                         []uint8 // per JobRef: how it joined its GPU in its current run
-	noPack                       []bool  // per JobRef: un-packed once, never packed again
-	aff                          []int32 // per node: GPUs per replica of its jobs (0 none, -1 mixed)
-	pl                           policies.Placement
-	Migrations, Unpacks, Packs   int64 // counters (tests, docs)
-	TimeSlices                   int64
-	scratchNodes                 []sim.NodeID
-	scratchGPUs                  []sim.GPUID
+	packU, unknownU            float64
+	slice, introspect, migrate bool
+	delay                      sim.Duration
+	gang                       policies.Placer
+	one                        policies.Placer
+	tab                        coloc.Table
+	join                       []uint8 // per JobRef: how it joined its GPU in its current run
+	noPack                     []bool  // per JobRef: un-packed once, never packed again
+	aff                        []int32 // per node: GPUs per replica of its jobs (0 none, -1 mixed)
+	pl                         policies.Placement
+	Migrations, Unpacks, Packs int64 // counters (tests, docs)
+	TimeSlices                 int64
+	scratchNodes               []sim.NodeID
+	scratchGPUs                []sim.GPUID
 }
 
 // New builds the policy from its parameters; errors name the field.
