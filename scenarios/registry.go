@@ -6,6 +6,7 @@ import (
 	_ "github.com/gpusim/gpusim/policies/antman"
 	_ "github.com/gpusim/gpusim/policies/gandiva"
 	_ "github.com/gpusim/gpusim/policies/kueue"
+	_ "github.com/gpusim/gpusim/policies/lucid"
 	_ "github.com/gpusim/gpusim/policies/slurm"
 	_ "github.com/gpusim/gpusim/policies/volcano"
 )
