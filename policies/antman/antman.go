@@ -173,10 +173,13 @@ func (a *Policy) buildOcc(v *sim.View) {
 
 // Schedule implements sim.Policy: guarantee jobs first (FIFO), evicting
 // opportunistic jobs where they need the GPUs; then opportunistic jobs (FIFO)
-// on leftovers, and on idle GPUs when no guarantee job is left waiting.
+// on leftovers, else on idle GPUs. An opportunistic job on an idle GPU never
+// keeps a guarantee job waiting: a guarantee job that could use its GPU evicts
+// it at the next scheduling point (a guarantee job that waits now could not
+// have used it either, since opportunistic GPUs count as available to it).
 func (a *Policy) Schedule(v *sim.View, p *sim.Plan) error {
 	c := v.Cluster()
-	blocked, waiting := false, false
+	blocked := false
 	for j := v.PendingHead(); j != nil; {
 		next := v.NextPending(j)
 		if a.Opportunistic(&j.Spec) {
@@ -194,7 +197,7 @@ func (a *Policy) Schedule(v *sim.View, p *sim.Plan) error {
 		}
 		if !ok {
 			p.Wait(j.Ref, sim.ReasonNoCapacity)
-			waiting, blocked = true, a.strict
+			blocked = a.strict
 		}
 		j = next
 	}
@@ -202,7 +205,7 @@ func (a *Policy) Schedule(v *sim.View, p *sim.Plan) error {
 	for j := v.PendingHead(); j != nil; {
 		next := v.NextPending(j)
 		if a.Opportunistic(&j.Spec) {
-			if err := a.placeOpportunistic(c, p, j, !waiting); err != nil {
+			if err := a.placeOpportunistic(c, p, j); err != nil {
 				return err
 			}
 		}
@@ -380,9 +383,9 @@ func (a *Policy) evictGang(c *sim.Cluster, now sim.Time, j *sim.Job) bool {
 
 // placeOpportunistic starts opportunistic job j on a GPU's leftover (the GPU
 // with the least summed sm_util where its own fits under utilisationLimit and
-// its memory fits), else, when idleOK, on idle GPUs (a suspended job: on its
-// own nodes only).
-func (a *Policy) placeOpportunistic(c *sim.Cluster, p *sim.Plan, j *sim.Job, idleOK bool) error {
+// its memory fits), else on idle GPUs (a suspended job: on its own nodes
+// only).
+func (a *Policy) placeOpportunistic(c *sim.Cluster, p *sim.Plan, j *sim.Job) error {
 	s := &j.Spec
 	if coloc.Shareable(c, s) {
 		u := coloc.Util(s, a.unknownU)
@@ -399,10 +402,6 @@ func (a *Policy) placeOpportunistic(c *sim.Cluster, p *sim.Plan, j *sim.Job, idl
 		if best >= 0 {
 			return a.start(c, p, j, []sim.NodeID{c.GPUNode(best)}, []sim.GPUID{best})
 		}
-	}
-	if !idleOK {
-		p.Wait(j.Ref, sim.ReasonNoCapacity)
-		return nil
 	}
 	if j.Suspended() {
 		if a.resumeNodes(c, j) {
