@@ -582,11 +582,14 @@ func (e *Engine) applyStart(s *Start) error {
 	j.runRestore = 0
 	if j.restore {
 		j.runRestore = e.cfg.CheckpointRestore
+		if j.migrated {
+			j.runRestore = j.migDelay
+		}
 	}
 	if !j.suspended {
 		j.usedWall = 0
 	}
-	j.restore, j.suspended = false, false
+	j.restore, j.suspended, j.migrated = false, false, false
 	j.protectedUntil = e.now.Add(e.cfg.PreemptMinRuntime)
 	if j.lastPreempt != Never && e.cfg.PreemptAntiChurn > 0 {
 		j.protectedUntil = max(j.protectedUntil, j.lastPreempt.Add(e.cfg.PreemptAntiChurn))
@@ -766,7 +769,7 @@ func (e *Engine) applyPreempt(p *Preempt) error {
 	if j.State != StateRunning {
 		return fmt.Errorf("job is %s, not running", j.State)
 	}
-	if p.Mode > PreemptLease {
+	if p.Mode > PreemptMigrate {
 		return fmt.Errorf("unknown preemption mode %d", p.Mode)
 	}
 	if !j.Preemptible(e.now) {
@@ -774,6 +777,9 @@ func (e *Engine) applyPreempt(p *Preempt) error {
 	}
 	if p.Grace < 0 {
 		return fmt.Errorf("negative grace %s", p.Grace)
+	}
+	if p.Delay < 0 {
+		return fmt.Errorf("negative migration delay %s", p.Delay)
 	}
 	if lim := e.cfg.LivelockPreemptions; lim > 0 && e.preemptRun >= lim {
 		return fmt.Errorf("%w: %d preemptions and no job finished since t=%s; the policy keeps preempting (jobs evict each other in a cycle): set simulation.preemptMinRuntime or preemptAntiChurn, or change the preemption settings", ErrLivelock, e.preemptRun, e.lastFinish)
@@ -797,9 +803,12 @@ func (e *Engine) applyPreempt(p *Preempt) error {
 		j.suspended = true
 		j.GPUs = nil // Nodes stay: the job resumes there
 		ckpt = done
-	case PreemptLease:
-		ckpt = done // all work kept
+	case PreemptLease, PreemptMigrate:
+		ckpt = done // all work kept (a lease end, an iteration boundary)
 		j.restore = true
+		if p.Mode == PreemptMigrate {
+			j.migrated, j.migDelay = true, p.Delay
+		}
 		j.Nodes, j.GPUs = nil, nil
 	default:
 		if c := e.cfg.CheckpointSave; e.cfg.CheckpointOnSignal && p.Grace >= c && p.Grace > 0 && el >= c {

@@ -243,6 +243,8 @@ type Job struct {
 	usedWall           Duration // run time of the current allocation before a suspension (walltime accounting)
 	restore            bool     // the next start restores from a checkpoint (after a requeue)
 	suspended          bool
+	migrated           bool     // the next start restores for migDelay (PreemptMigrate)
+	migDelay           Duration // restore time of the next start after a migration
 	heapIdx            int32
 	pendPrev, pendNext *Job
 	queued             bool

@@ -25,9 +25,16 @@ const (
 	// that keeps a job on the same GPUs for the next round simply does not
 	// preempt it.
 	PreemptLease
+	// PreemptMigrate stops the job at an iteration boundary so that it can restart
+	// elsewhere (Gandiva's suspend-resume migration): as PreemptLease it keeps all
+	// its work and releases all its resources, but its next start, on any nodes,
+	// spends Preempt.Delay restoring before it makes progress (instead of the
+	// scenario's CheckpointRestore). Only policies that migrate use it; see
+	// Plan.AddMigrate.
+	PreemptMigrate
 )
 
-var preemptModeNames = [...]string{"requeue", "kill", "suspend", "lease"}
+var preemptModeNames = [...]string{"requeue", "kill", "suspend", "lease", "migrate"}
 
 // String returns the mode's name.
 func (m PreemptMode) String() string {
@@ -55,6 +62,8 @@ type Preempt struct {
 	// running through its termination grace period). With the checkpoint model's
 	// OnSignal, a grace of at least the save cost lets the job checkpoint its work.
 	Grace Duration
+	// Delay (PreemptMigrate only) is the restore time of the job's next start.
+	Delay Duration
 }
 
 // Reservation records, for explanation only, that the policy holds resources for a
@@ -129,6 +138,20 @@ func (p *Plan) AddPreempt(j JobRef, mode PreemptMode, reason string) error {
 // ago and kept running since (a termination grace period): see Preempt.Grace.
 func (p *Plan) AddPreemptAfterGrace(j JobRef, mode PreemptMode, reason string, grace Duration) error {
 	pr := Preempt{Job: j, Mode: mode, Reason: reason, Grace: grace}
+	if p.eng != nil {
+		if err := p.eng.applyPreempt(&pr); err != nil {
+			return p.fail(fmt.Sprintf("preempts[%d] (job %s)", len(p.Preempts), p.eng.jobName(j)), err)
+		}
+	}
+	p.Preempts = append(p.Preempts, pr)
+	return nil
+}
+
+// AddMigrate stops running job j for a migration (PreemptMigrate): it keeps its
+// work and its next start spends delay restoring. The policy restarts it with
+// AddStart, in the same call or later. Validation is AddPreempt's.
+func (p *Plan) AddMigrate(j JobRef, delay Duration, reason string) error {
+	pr := Preempt{Job: j, Mode: PreemptMigrate, Reason: reason, Delay: delay}
 	if p.eng != nil {
 		if err := p.eng.applyPreempt(&pr); err != nil {
 			return p.fail(fmt.Sprintf("preempts[%d] (job %s)", len(p.Preempts), p.eng.jobName(j)), err)

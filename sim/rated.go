@@ -152,16 +152,19 @@ func (e *Engine) preemptRated(j *Job, p *Preempt) error {
 	case PreemptKill:
 		e.killed(j, st.done, el, st.ovh)
 		return nil
-	case PreemptSuspend:
-		j.usedWall += el
-		j.suspended = true
-		j.GPUs = nil
-		j.Overhead += st.ovh
-		j.Wasted += max(0, el-st.prod)
-		j.Done = st.done
-	case PreemptLease:
-		j.restore = true
-		j.Nodes, j.GPUs = nil, nil
+	case PreemptSuspend, PreemptLease, PreemptMigrate:
+		switch p.Mode {
+		case PreemptSuspend:
+			j.usedWall += el
+			j.suspended = true
+			j.GPUs = nil
+		case PreemptMigrate:
+			j.restore, j.migrated, j.migDelay = true, true, p.Delay
+			j.Nodes, j.GPUs = nil, nil
+		default:
+			j.restore = true
+			j.Nodes, j.GPUs = nil, nil
+		}
 		j.Overhead += st.ovh
 		j.Wasted += max(0, el-st.prod)
 		j.Done = st.done
