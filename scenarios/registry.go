@@ -9,5 +9,6 @@ import (
 	_ "github.com/gpusim/gpusim/policies/kueue"
 	_ "github.com/gpusim/gpusim/policies/lucid"
 	_ "github.com/gpusim/gpusim/policies/slurm"
+	_ "github.com/gpusim/gpusim/policies/tiresias"
 	_ "github.com/gpusim/gpusim/policies/volcano"
 )
