@@ -8,6 +8,7 @@ import (
 	_ "github.com/gpusim/gpusim/policies/gavel"
 	_ "github.com/gpusim/gpusim/policies/kueue"
 	_ "github.com/gpusim/gpusim/policies/lucid"
+	_ "github.com/gpusim/gpusim/policies/qssf"
 	_ "github.com/gpusim/gpusim/policies/slurm"
 	_ "github.com/gpusim/gpusim/policies/tiresias"
 	_ "github.com/gpusim/gpusim/policies/volcano"
