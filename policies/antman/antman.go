@@ -76,6 +76,8 @@ type Policy struct {
 
 	occ     [][]*sim.Job // per GPU: running jobs on it (any kind), oldest start first
 	occT    []sim.GPUID
+	dirty   bool  // occ is stale: a start or a preemption since it was built
+	oppGPUs int64 // GPUs held by running opportunistic jobs (counted once per job)
 	tab     coloc.Table
 	pl      policies.Placement
 	first   policies.Placer
@@ -83,6 +85,7 @@ type Policy struct {
 	gpus    []sim.GPUID
 	victims []*sim.Job
 	cand    []sim.GPUID
+	memo    coloc.Memo
 	// Yields counts opportunistic jobs stopped for guarantee jobs.
 	Yields int64
 }
@@ -150,6 +153,7 @@ func (a *Policy) buildOcc(v *sim.View) {
 		a.occ[g] = a.occ[g][:0]
 	}
 	a.occT = a.occT[:0]
+	a.dirty = false
 	for _, j := range v.Running() {
 		for _, g := range j.GPUs {
 			if len(a.occ[g]) == 0 {
@@ -180,6 +184,12 @@ func (a *Policy) buildOcc(v *sim.View) {
 func (a *Policy) Schedule(v *sim.View, p *sim.Plan) error {
 	c := v.Cluster()
 	blocked := false
+	a.dirty, a.oppGPUs = true, 0
+	for _, j := range v.Running() {
+		if a.Opportunistic(&j.Spec) {
+			a.oppGPUs += int64(len(j.GPUs))
+		}
+	}
 	for j := v.PendingHead(); j != nil; {
 		next := v.NextPending(j)
 		if a.Opportunistic(&j.Spec) {
@@ -202,6 +212,7 @@ func (a *Policy) Schedule(v *sim.View, p *sim.Plan) error {
 		j = next
 	}
 	a.tab.Build(v)
+	a.memo.Reset()
 	for j := v.PendingHead(); j != nil; {
 		next := v.NextPending(j)
 		if a.Opportunistic(&j.Spec) {
@@ -222,12 +233,16 @@ func (a *Policy) placeGuarantee(v *sim.View, p *sim.Plan, j *sim.Job) (bool, err
 		return false, nil // antman never suspends a guarantee job
 	}
 	if coloc.PlaceWhole(c, a.first, j, &a.pl) {
+		a.dirty = true
 		return true, p.AddStart(j.Ref, a.pl.Nodes, a.pl.GPUs)
 	}
-	if j.Spec.GPUsPerReplica == 0 {
+	// evictions can only help when free plus opportunistic GPUs could hold it
+	if j.Spec.GPUsPerReplica == 0 || int64(j.Spec.TotalGPUs()) > c.FreeGPUs()+a.oppGPUs {
 		return false, nil
 	}
-	a.buildOcc(v)
+	if a.dirty {
+		a.buildOcc(v)
+	}
 	a.victims = a.victims[:0]
 	ok := false
 	if j.Spec.Replicas == 1 && j.Spec.GPUsPerReplica == 1 {
@@ -249,7 +264,9 @@ func (a *Policy) placeGuarantee(v *sim.View, p *sim.Plan, j *sim.Job) (bool, err
 			return false, err
 		}
 		a.Yields++
+		a.oppGPUs -= int64(o.Spec.TotalGPUs())
 	}
+	a.dirty = true
 	return true, p.AddStart(j.Ref, a.nodes, a.gpus)
 }
 
@@ -387,8 +404,7 @@ func (a *Policy) evictGang(c *sim.Cluster, now sim.Time, j *sim.Job) bool {
 // only).
 func (a *Policy) placeOpportunistic(c *sim.Cluster, p *sim.Plan, j *sim.Job) error {
 	s := &j.Spec
-	if coloc.Shareable(c, s) {
-		u := coloc.Util(s, a.unknownU)
+	if u := coloc.Util(s, a.unknownU); coloc.Shareable(c, s) && (j.Suspended() || !a.memo.Skip(s, u)) {
 		best, bestU := sim.GPUID(-1), 0.0
 		for _, g := range a.tab.GPUs() {
 			on := a.tab.On(g)
@@ -401,6 +417,9 @@ func (a *Policy) placeOpportunistic(c *sim.Cluster, p *sim.Plan, j *sim.Job) err
 		}
 		if best >= 0 {
 			return a.start(c, p, j, []sim.NodeID{c.GPUNode(best)}, []sim.GPUID{best})
+		}
+		if !j.Suspended() {
+			a.memo.Fail(s, u)
 		}
 	}
 	if j.Suspended() {
@@ -443,6 +462,9 @@ func (a *Policy) start(c *sim.Cluster, p *sim.Plan, j *sim.Job, nodes []sim.Node
 	}
 	if len(j.GPUs) == 1 && c.Sharers(j.GPUs[0]) > 0 {
 		a.tab.Add(j.GPUs[0], j)
+		if c.Sharers(j.GPUs[0]) == 1 {
+			a.memo.Reset() // a new GPU with leftover
+		}
 	}
 	return nil
 }
