@@ -405,10 +405,16 @@ func (a *Policy) evictGang(c *sim.Cluster, now sim.Time, j *sim.Job) bool {
 func (a *Policy) placeOpportunistic(c *sim.Cluster, p *sim.Plan, j *sim.Job) error {
 	s := &j.Spec
 	if u := coloc.Util(s, a.unknownU); coloc.Shareable(c, s) && (j.Suspended() || !a.memo.Skip(s, u)) {
+		js := s
+		if j.Suspended() {
+			cp := *s
+			cp.MemoryMiB = 0 // still allocated on its node since the suspension
+			js = &cp
+		}
 		best, bestU := sim.GPUID(-1), 0.0
 		for _, g := range a.tab.GPUs() {
 			on := a.tab.On(g)
-			if len(on) == 0 || j.Suspended() && c.GPUNode(g) != j.Nodes[0] || !coloc.CanJoin(c, s, g) {
+			if len(on) == 0 || j.Suspended() && c.GPUNode(g) != j.Nodes[0] || !coloc.CanJoin(c, js, g) {
 				continue
 			}
 			if t := coloc.UtilSum(on, a.unknownU) + u; t <= a.limit+1e-9 && (best < 0 || t < bestU) {
