@@ -81,8 +81,11 @@ type Policy struct {
 	score   []int8    // per JobRef: sharing score
 	inRun   []bool
 	run     []*sim.Job // running jobs in start order
+	alone   []*sim.Job // this scheduling point: pair candidates (1-GPU jobs alone on a shared GPU), start order
+	memo    coloc.Memo // this scheduling point: smallest failed pairing demand
 	queue   []*sim.Job
 	pl      policies.Placement
+	cluster *sim.Cluster
 	colo    bool
 	next    sim.Time // next indolent sample time
 	arrived int      // GPU-job arrivals in the current interval
@@ -242,6 +245,7 @@ func (l *Policy) stopped(j *sim.Job) {
 func (l *Policy) Schedule(v *sim.View, p *sim.Plan) error {
 	l.init(v)
 	c := v.Cluster()
+	l.cluster = c
 	if l.indolent {
 		l.sample(v, p)
 	}
@@ -258,6 +262,15 @@ func (l *Policy) Schedule(v *sim.View, p *sim.Plan) error {
 		}
 		return int(a.Ref - b.Ref)
 	})
+	l.alone = l.alone[:0]
+	l.memo.Reset()
+	if l.colo {
+		for _, r := range l.run {
+			if len(r.GPUs) == 1 && r.Spec.Replicas == 1 && c.Sharers(r.GPUs[0]) == 1 {
+				l.alone = append(l.alone, r)
+			}
+		}
+	}
 	for i, j := range l.queue {
 		if l.colo && coloc.Shareable(c, &j.Spec) {
 			if t := l.pick(c, j); t >= 0 {
@@ -290,6 +303,10 @@ func (l *Policy) start(p *sim.Plan, j *sim.Job, nodes []sim.NodeID, gpus []sim.G
 		return err
 	}
 	l.running(j)
+	if l.colo && len(j.GPUs) == 1 && j.Spec.Replicas == 1 && l.cluster.Sharers(j.GPUs[0]) == 1 {
+		l.alone = append(l.alone, j) // a new pair candidate
+		l.memo.Reset()
+	}
 	return nil
 }
 
@@ -298,17 +315,22 @@ func (l *Policy) start(p *sim.Plan, j *sim.Job, nodes []sim.NodeID, gpus []sim.G
 // mode, clients, memory) and that Lucid's rules allow: both GPU memories known
 // (the profiler measured them), sharing scores summing to at most maxScore,
 // and the new job's priority at most priorityRatio times the running one's.
+//
+// Within a scheduling point the queue is in ascending priority, so a job that
+// needs at least as much as one that found no partner (score, memory, node
+// resources, same accepted mode) finds none either (coloc.Memo).
 func (l *Policy) pick(c *sim.Cluster, j *sim.Job) sim.GPUID {
 	s := &j.Spec
-	for _, r := range l.run {
-		if len(r.GPUs) != 1 || r.Spec.Replicas != 1 {
-			continue
-		}
+	sc := float64(l.score[j.Ref])
+	if s.GPUMemMiB <= 0 || l.memo.Skip(s, sc) {
+		return -1 // no profiled memory: never paired
+	}
+	for _, r := range l.alone {
 		g := r.GPUs[0]
 		if c.Sharers(g) != 1 || !coloc.CanJoin(c, s, g) {
 			continue
 		}
-		if s.GPUMemMiB <= 0 || r.Spec.GPUMemMiB <= 0 ||
+		if r.Spec.GPUMemMiB <= 0 ||
 			int(l.score[j.Ref])+int(l.score[r.Ref]) > l.maxScore ||
 			l.prio[j.Ref] > l.ratio*l.prio[r.Ref] {
 			l.Refused++
@@ -316,6 +338,7 @@ func (l *Policy) pick(c *sim.Cluster, j *sim.Job) sim.GPUID {
 		}
 		return g
 	}
+	l.memo.Fail(s, sc)
 	return -1
 }
 
