@@ -83,6 +83,8 @@ type Policy struct {
 	run     []*sim.Job // running jobs in start order
 	alone   []*sim.Job // this scheduling point: pair candidates (1-GPU jobs alone on a shared GPU), start order
 	memo    coloc.Memo // this scheduling point: smallest failed pairing demand
+	pend    []*sim.Job // pending jobs by (priority, JobRef), kept incrementally
+	inPend  []bool
 	queue   []*sim.Job
 	pl      policies.Placement
 	cluster *sim.Cluster
@@ -190,6 +192,7 @@ func (l *Policy) init(v *sim.View) {
 		l.prio = make([]float64, n)
 		l.score = make([]int8, n)
 		l.inRun = make([]bool, n)
+		l.inPend = make([]bool, n)
 		l.est = NewEstimator()
 	}
 }
@@ -212,13 +215,46 @@ func (l *Policy) Observe(v *sim.View, e sim.Event) {
 		if j.Spec.TotalGPUs() > 0 {
 			l.arrived++
 		}
+		l.pendAdd(j)
 	case sim.EvStart:
+		l.pendDel(j)
 		l.running(j)
 	case sim.EvFinish:
 		l.est.Add(&j.Spec, j.End.Sub(j.FirstStart).Seconds())
 		l.stopped(j)
-	case sim.EvKill, sim.EvTimeout, sim.EvPreempt, sim.EvSuspend:
+	case sim.EvKill, sim.EvTimeout:
 		l.stopped(j)
+		l.pendDel(j)
+	case sim.EvPreempt, sim.EvSuspend:
+		l.stopped(j)
+		l.pendAdd(j)
+	}
+}
+
+func (l *Policy) cmp(a, b *sim.Job) int {
+	if pa, pb := l.prio[a.Ref], l.prio[b.Ref]; pa != pb {
+		if pa < pb {
+			return -1
+		}
+		return 1
+	}
+	return int(a.Ref - b.Ref)
+}
+
+func (l *Policy) pendAdd(j *sim.Job) {
+	if !l.inPend[j.Ref] {
+		l.inPend[j.Ref] = true
+		i, _ := slices.BinarySearchFunc(l.pend, j, l.cmp)
+		l.pend = slices.Insert(l.pend, i, j)
+	}
+}
+
+func (l *Policy) pendDel(j *sim.Job) {
+	if l.inPend[j.Ref] {
+		l.inPend[j.Ref] = false
+		if i, ok := slices.BinarySearchFunc(l.pend, j, l.cmp); ok {
+			l.pend = slices.Delete(l.pend, i, i+1)
+		}
 	}
 }
 
@@ -249,19 +285,7 @@ func (l *Policy) Schedule(v *sim.View, p *sim.Plan) error {
 	if l.indolent {
 		l.sample(v, p)
 	}
-	l.queue = l.queue[:0]
-	for j := range v.Pending() {
-		l.queue = append(l.queue, j)
-	}
-	slices.SortFunc(l.queue, func(a, b *sim.Job) int {
-		if pa, pb := l.prio[a.Ref], l.prio[b.Ref]; pa != pb {
-			if pa < pb {
-				return -1
-			}
-			return 1
-		}
-		return int(a.Ref - b.Ref)
-	})
+	l.queue = append(l.queue[:0], l.pend...)
 	l.alone = l.alone[:0]
 	l.memo.Reset()
 	if l.colo {
@@ -302,6 +326,7 @@ func (l *Policy) start(p *sim.Plan, j *sim.Job, nodes []sim.NodeID, gpus []sim.G
 	if err := p.AddStart(j.Ref, nodes, gpus); err != nil {
 		return err
 	}
+	l.pendDel(j)
 	l.running(j)
 	if l.colo && len(j.GPUs) == 1 && j.Spec.Replicas == 1 && l.cluster.Sharers(j.GPUs[0]) == 1 {
 		l.alone = append(l.alone, j) // a new pair candidate
