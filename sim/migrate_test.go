@@ -16,13 +16,11 @@ func (m *migrator) Schedule(v *sim.View, p *sim.Plan) error {
 	c := v.Cluster()
 	if !m.moved && v.Now() == sim.Time(30*sim.Second) {
 		m.moved = true
-		if r := v.Running(); len(r) > 0 {
-			j := r[0]
-			if err := p.AddMigrate(j.Ref, 5*sim.Second, "test"); err != nil {
-				return err
-			}
-			return p.AddStart(j.Ref, []sim.NodeID{c.GPUNode(1)}, []sim.GPUID{1})
+		j := v.Running()[0]
+		if err := p.AddMigrate(j.Ref, 5*sim.Second, "test"); err != nil {
+			return err
 		}
+		return p.AddStart(j.Ref, []sim.NodeID{c.GPUNode(1)}, []sim.GPUID{1})
 	}
 	if j := v.PendingHead(); j != nil && !m.moved {
 		if err := p.AddStart(j.Ref, []sim.NodeID{0}, []sim.GPUID{0}); err != nil {

@@ -77,6 +77,8 @@ type Policy struct {
 
 	occ     [][]*sim.Job // per GPU: running jobs on it (any kind), oldest start first
 	occT    []sim.GPUID
+	dirty   bool  // occ is stale: a start or a preemption since it was built
+	oppGPUs int64 // GPUs held by running opportunistic jobs (counted once per job)
 	tab     coloc.Table
 	pl      placement.Placement
 	first   placement.Placer
@@ -84,6 +86,7 @@ type Policy struct {
 	gpus    []sim.GPUID
 	victims []*sim.Job
 	cand    []sim.GPUID
+	memo    coloc.Memo
 	// Yields counts opportunistic jobs stopped for guarantee jobs.
 	Yields int64
 }
@@ -151,6 +154,7 @@ func (a *Policy) buildOcc(v *sim.View) {
 		a.occ[g] = a.occ[g][:0]
 	}
 	a.occT = a.occT[:0]
+	a.dirty = false
 	for _, j := range v.Running() {
 		for _, g := range j.GPUs {
 			if len(a.occ[g]) == 0 {
@@ -181,6 +185,12 @@ func (a *Policy) buildOcc(v *sim.View) {
 func (a *Policy) Schedule(v *sim.View, p *sim.Plan) error {
 	c := v.Cluster()
 	blocked := false
+	a.dirty, a.oppGPUs = true, 0
+	for _, j := range v.Running() {
+		if a.Opportunistic(&j.Spec) {
+			a.oppGPUs += int64(len(j.GPUs))
+		}
+	}
 	for j := v.PendingHead(); j != nil; {
 		next := v.NextPending(j)
 		if a.Opportunistic(&j.Spec) {
@@ -203,6 +213,7 @@ func (a *Policy) Schedule(v *sim.View, p *sim.Plan) error {
 		j = next
 	}
 	a.tab.Build(v)
+	a.memo.Reset()
 	for j := v.PendingHead(); j != nil; {
 		next := v.NextPending(j)
 		if a.Opportunistic(&j.Spec) {
@@ -223,12 +234,16 @@ func (a *Policy) placeGuarantee(v *sim.View, p *sim.Plan, j *sim.Job) (bool, err
 		return false, nil // antman never suspends a guarantee job
 	}
 	if coloc.PlaceWhole(c, a.first, j, &a.pl) {
+		a.dirty = true
 		return true, p.AddStart(j.Ref, a.pl.Nodes, a.pl.GPUs)
 	}
-	if j.Spec.GPUsPerReplica == 0 {
+	// evictions can only help when free plus opportunistic GPUs could hold it
+	if j.Spec.GPUsPerReplica == 0 || int64(j.Spec.TotalGPUs()) > c.FreeGPUs()+a.oppGPUs {
 		return false, nil
 	}
-	a.buildOcc(v)
+	if a.dirty {
+		a.buildOcc(v)
+	}
 	a.victims = a.victims[:0]
 	ok := false
 	if j.Spec.Replicas == 1 && j.Spec.GPUsPerReplica == 1 {
@@ -250,7 +265,9 @@ func (a *Policy) placeGuarantee(v *sim.View, p *sim.Plan, j *sim.Job) (bool, err
 			return false, err
 		}
 		a.Yields++
+		a.oppGPUs -= int64(o.Spec.TotalGPUs())
 	}
+	a.dirty = true
 	return true, p.AddStart(j.Ref, a.nodes, a.gpus)
 }
 
@@ -388,12 +405,17 @@ func (a *Policy) evictGang(c *sim.Cluster, now sim.Time, j *sim.Job) bool {
 // only).
 func (a *Policy) placeOpportunistic(c *sim.Cluster, p *sim.Plan, j *sim.Job) error {
 	s := &j.Spec
-	if coloc.Shareable(c, s) {
-		u := coloc.Util(s, a.unknownU)
+	if u := coloc.Util(s, a.unknownU); coloc.Shareable(c, s) && (j.Suspended() || !a.memo.Skip(s, u)) {
+		js := s
+		if j.Suspended() {
+			cp := *s
+			cp.MemoryMiB = 0 // still allocated on its node since the suspension
+			js = &cp
+		}
 		best, bestU := sim.GPUID(-1), 0.0
 		for _, g := range a.tab.GPUs() {
 			on := a.tab.On(g)
-			if len(on) == 0 || j.Suspended() && c.GPUNode(g) != j.Nodes[0] || !coloc.CanJoin(c, s, g) {
+			if len(on) == 0 || j.Suspended() && c.GPUNode(g) != j.Nodes[0] || !coloc.CanJoin(c, js, g) {
 				continue
 			}
 			if t := coloc.UtilSum(on, a.unknownU) + u; t <= a.limit+1e-9 && (best < 0 || t < bestU) {
@@ -402,6 +424,9 @@ func (a *Policy) placeOpportunistic(c *sim.Cluster, p *sim.Plan, j *sim.Job) err
 		}
 		if best >= 0 {
 			return a.start(c, p, j, []sim.NodeID{c.GPUNode(best)}, []sim.GPUID{best})
+		}
+		if !j.Suspended() {
+			a.memo.Fail(s, u)
 		}
 	}
 	if j.Suspended() {
@@ -444,6 +469,9 @@ func (a *Policy) start(c *sim.Cluster, p *sim.Plan, j *sim.Job, nodes []sim.Node
 	}
 	if len(j.GPUs) == 1 && c.Sharers(j.GPUs[0]) > 0 {
 		a.tab.Add(j.GPUs[0], j)
+		if c.Sharers(j.GPUs[0]) == 1 {
+			a.memo.Reset() // a new GPU with leftover
+		}
 	}
 	return nil
 }

@@ -163,3 +163,33 @@ func TestAntManBadParams(t *testing.T) {
 		}
 	}
 }
+
+// A suspended opportunistic job resumes into a guarantee job's leftover on its
+// own node even though its host memory (still allocated) would not fit again:
+// node of 100,000 MiB; O (host 60,000 MiB, sm_util 0.5) runs from 0, G1 (0.8,
+// 20 s) evicts it at 30; G2 (0.2, 30,000 MiB) waits behind G1 and starts at 50;
+// O joins G2's leftover at 50 (10,000 MiB free on the node) and does its last
+// 70 s at full speed: ends at 120.
+func TestAntManSuspendedResumesIntoLeftover(t *testing.T) {
+	var n yaml.Node
+	_ = yaml.Unmarshal([]byte("{}"), &n)
+	pol, _ := policies.New("antman", n.Content[0])
+	c, _ := sim.NewCluster([]sim.NodeSpec{{Name: "n0", GPUModel: "h100", GPUs: 1, GPUMemMiB: 80000,
+		CPUMilli: 64000, MemoryMiB: 100000, Sharing: sim.ShareTimeSlice}})
+	o := job("O", 0, 100, -1, 0.5, true)
+	o.MemoryMiB = 60000
+	g2 := job("G2", 40, 100, 0, 0.2, true)
+	g2.MemoryMiB = 30000
+	e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: []sim.JobSpec{o, job("G1", 30, 20, 0, 0.8, true), g2}, Policy: pol,
+		Sharing: &sim.SharingConfig{Interference: utilModel{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if oj := byID(t, res, "O"); oj.End != sim.Time(120*sim.Second) || oj.SharedTime() != 70*sim.Second {
+		t.Errorf("O ends %s shared %s, want 120s, 70s", oj.End, oj.SharedTime())
+	}
+}

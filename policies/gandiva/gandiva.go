@@ -71,7 +71,6 @@ type Policy struct {
 	slice, introspect, migrate bool
 	delay                      sim.Duration
 	gang                       placement.Placer
-	one                        placement.Placer
 	tab                        coloc.Table
 	join                       []uint8 // per JobRef: how it joined its GPU in its current run
 	noPack                     []bool  // per JobRef: un-packed once, never packed again
@@ -79,6 +78,7 @@ type Policy struct {
 	pl                         placement.Placement
 	Migrations, Unpacks, Packs int64 // counters (tests, docs)
 	TimeSlices                 int64
+	packMemo, sliceMemo        coloc.Memo // failed joins of this scheduling point
 	scratchNodes               []sim.NodeID
 	scratchGPUs                []sim.GPUID
 }
@@ -117,7 +117,6 @@ func New(p Params) (*Policy, error) {
 	if g.gang, err = placement.New(name); err != nil {
 		errs = append(errs, fmt.Errorf("placement: %w", err))
 	}
-	g.one, _ = placement.New("first-fit")
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -143,6 +142,8 @@ func (g *Policy) Schedule(v *sim.View, p *sim.Plan) error {
 	c := v.Cluster()
 	g.tab.Build(v)
 	g.buildAffinity(v)
+	g.packMemo.Reset()
+	g.sliceMemo.Reset()
 	if g.introspect {
 		if err := g.unpack(v, p); err != nil {
 			return err
@@ -199,7 +200,7 @@ func (g *Policy) place(v *sim.View, p *sim.Plan, j *sim.Job) error {
 	}
 	u := coloc.Util(&j.Spec, g.unknownU)
 	best, bestU := sim.GPUID(-1), 0.0
-	if !g.noPack[j.Ref] {
+	if !g.noPack[j.Ref] && !g.packMemo.Skip(&j.Spec, u) {
 		for _, gpu := range g.tab.GPUs() {
 			on := g.tab.On(gpu)
 			if len(on) == 0 || !coloc.CanJoin(c, &j.Spec, gpu) {
@@ -210,11 +211,14 @@ func (g *Policy) place(v *sim.View, p *sim.Plan, j *sim.Job) error {
 			}
 		}
 	}
+	if best < 0 && !g.noPack[j.Ref] {
+		g.packMemo.Fail(&j.Spec, u)
+	}
 	if best >= 0 {
 		g.Packs++
 		return g.startOn(p, c, j, best, joinPack)
 	}
-	if g.slice {
+	if g.slice && !g.sliceMemo.Skip(&j.Spec, 0) {
 		bestN := 0
 		for _, gpu := range g.tab.GPUs() {
 			on := g.tab.On(gpu)
@@ -229,6 +233,7 @@ func (g *Policy) place(v *sim.View, p *sim.Plan, j *sim.Job) error {
 			g.TimeSlices++
 			return g.startOn(p, c, j, best, joinSlice)
 		}
+		g.sliceMemo.Fail(&j.Spec, 0)
 	}
 	p.Wait(j.Ref, sim.ReasonNoCapacity)
 	return nil
@@ -295,6 +300,10 @@ func (g *Policy) start(p *sim.Plan, c *sim.Cluster, j *sim.Job, how uint8) error
 	}
 	if len(j.GPUs) == 1 && c.Sharers(j.GPUs[0]) > 0 {
 		g.tab.Add(j.GPUs[0], j) // a sharer: later jobs of this call may join it
+		if c.Sharers(j.GPUs[0]) == 1 {
+			g.packMemo.Reset() // a new GPU with room for sharers
+			g.sliceMemo.Reset()
+		}
 	}
 	return nil
 }
@@ -340,6 +349,8 @@ func (g *Policy) unpack(v *sim.View, p *sim.Plan) error {
 			return err
 		}
 		g.tab.Remove(gpu, last)
+		g.packMemo.Reset()
+		g.sliceMemo.Reset()
 		if g.migrate && g.placeWhole(c, last) {
 			g.Migrations++
 			if err := g.start(p, c, last, joinNone); err != nil {

@@ -82,8 +82,13 @@ type Policy struct {
 	score   []int8    // per JobRef: sharing score
 	inRun   []bool
 	run     []*sim.Job // running jobs in start order
+	alone   []*sim.Job // this scheduling point: pair candidates (1-GPU jobs alone on a shared GPU), start order
+	memo    coloc.Memo // this scheduling point: smallest failed pairing demand
+	pend    []*sim.Job // pending jobs by (priority, JobRef), kept incrementally
+	inPend  []bool
 	queue   []*sim.Job
 	pl      placement.Placement
+	cluster *sim.Cluster
 	colo    bool
 	next    sim.Time // next indolent sample time
 	arrived int      // GPU-job arrivals in the current interval
@@ -188,6 +193,7 @@ func (l *Policy) init(v *sim.View) {
 		l.prio = make([]float64, n)
 		l.score = make([]int8, n)
 		l.inRun = make([]bool, n)
+		l.inPend = make([]bool, n)
 		l.est = NewEstimator()
 	}
 }
@@ -210,13 +216,46 @@ func (l *Policy) Observe(v *sim.View, e sim.Event) {
 		if j.Spec.TotalGPUs() > 0 {
 			l.arrived++
 		}
+		l.pendAdd(j)
 	case sim.EvStart:
+		l.pendDel(j)
 		l.running(j)
 	case sim.EvFinish:
 		l.est.Add(&j.Spec, j.End.Sub(j.FirstStart).Seconds())
 		l.stopped(j)
-	case sim.EvKill, sim.EvTimeout, sim.EvPreempt, sim.EvSuspend:
+	case sim.EvKill, sim.EvTimeout:
 		l.stopped(j)
+		l.pendDel(j)
+	case sim.EvPreempt, sim.EvSuspend:
+		l.stopped(j)
+		l.pendAdd(j)
+	}
+}
+
+func (l *Policy) cmp(a, b *sim.Job) int {
+	if pa, pb := l.prio[a.Ref], l.prio[b.Ref]; pa != pb {
+		if pa < pb {
+			return -1
+		}
+		return 1
+	}
+	return int(a.Ref - b.Ref)
+}
+
+func (l *Policy) pendAdd(j *sim.Job) {
+	if !l.inPend[j.Ref] {
+		l.inPend[j.Ref] = true
+		i, _ := slices.BinarySearchFunc(l.pend, j, l.cmp)
+		l.pend = slices.Insert(l.pend, i, j)
+	}
+}
+
+func (l *Policy) pendDel(j *sim.Job) {
+	if l.inPend[j.Ref] {
+		l.inPend[j.Ref] = false
+		if i, ok := slices.BinarySearchFunc(l.pend, j, l.cmp); ok {
+			l.pend = slices.Delete(l.pend, i, i+1)
+		}
 	}
 }
 
@@ -243,22 +282,20 @@ func (l *Policy) stopped(j *sim.Job) {
 func (l *Policy) Schedule(v *sim.View, p *sim.Plan) error {
 	l.init(v)
 	c := v.Cluster()
+	l.cluster = c
 	if l.indolent {
 		l.sample(v, p)
 	}
-	l.queue = l.queue[:0]
-	for j := range v.Pending() {
-		l.queue = append(l.queue, j)
-	}
-	slices.SortFunc(l.queue, func(a, b *sim.Job) int {
-		if pa, pb := l.prio[a.Ref], l.prio[b.Ref]; pa != pb {
-			if pa < pb {
-				return -1
+	l.queue = append(l.queue[:0], l.pend...)
+	l.alone = l.alone[:0]
+	l.memo.Reset()
+	if l.colo {
+		for _, r := range l.run {
+			if len(r.GPUs) == 1 && r.Spec.Replicas == 1 && c.Sharers(r.GPUs[0]) == 1 {
+				l.alone = append(l.alone, r)
 			}
-			return 1
 		}
-		return int(a.Ref - b.Ref)
-	})
+	}
 	for i, j := range l.queue {
 		if l.colo && coloc.Shareable(c, &j.Spec) {
 			if t := l.pick(c, j); t >= 0 {
@@ -290,7 +327,12 @@ func (l *Policy) start(p *sim.Plan, j *sim.Job, nodes []sim.NodeID, gpus []sim.G
 	if err := p.AddStart(j.Ref, nodes, gpus); err != nil {
 		return err
 	}
+	l.pendDel(j)
 	l.running(j)
+	if l.colo && len(j.GPUs) == 1 && j.Spec.Replicas == 1 && l.cluster.Sharers(j.GPUs[0]) == 1 {
+		l.alone = append(l.alone, j) // a new pair candidate
+		l.memo.Reset()
+	}
 	return nil
 }
 
@@ -299,17 +341,22 @@ func (l *Policy) start(p *sim.Plan, j *sim.Job, nodes []sim.NodeID, gpus []sim.G
 // mode, clients, memory) and that Lucid's rules allow: both GPU memories known
 // (the profiler measured them), sharing scores summing to at most maxScore,
 // and the new job's priority at most priorityRatio times the running one's.
+//
+// Within a scheduling point the queue is in ascending priority, so a job that
+// needs at least as much as one that found no partner (score, memory, node
+// resources, same accepted mode) finds none either (coloc.Memo).
 func (l *Policy) pick(c *sim.Cluster, j *sim.Job) sim.GPUID {
 	s := &j.Spec
-	for _, r := range l.run {
-		if len(r.GPUs) != 1 || r.Spec.Replicas != 1 {
-			continue
-		}
+	sc := float64(l.score[j.Ref])
+	if s.GPUMemMiB <= 0 || l.memo.Skip(s, sc) {
+		return -1 // no profiled memory: never paired
+	}
+	for _, r := range l.alone {
 		g := r.GPUs[0]
 		if c.Sharers(g) != 1 || !coloc.CanJoin(c, s, g) {
 			continue
 		}
-		if s.GPUMemMiB <= 0 || r.Spec.GPUMemMiB <= 0 ||
+		if r.Spec.GPUMemMiB <= 0 ||
 			int(l.score[j.Ref])+int(l.score[r.Ref]) > l.maxScore ||
 			l.prio[j.Ref] > l.ratio*l.prio[r.Ref] {
 			l.Refused++
@@ -317,6 +364,7 @@ func (l *Policy) pick(c *sim.Cluster, j *sim.Job) sim.GPUID {
 		}
 		return g
 	}
+	l.memo.Fail(s, sc)
 	return -1
 }
 

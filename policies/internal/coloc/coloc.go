@@ -123,8 +123,8 @@ func CanJoin(c *sim.Cluster, s *sim.JobSpec, g sim.GPUID) bool {
 // started job may still be joined by sharers later when its GPU is in a shared
 // mode and it accepts that mode.
 func PlaceWhole(c *sim.Cluster, pl placement.Placer, j *sim.Job, out *placement.Placement) bool {
-	if j.Spec.Accepts() == sim.AcceptExclusive {
-		return pl.Place(c, j, out)
+	if j.Spec.Accepts() == sim.AcceptExclusive || !c.SharingOn() {
+		return pl.Place(c, j, out) // nothing to co-locate with (FGD milli-GPU shares stay as the placer does them)
 	}
 	cp := *j
 	cp.Spec.Sharing = sim.AcceptExclusive
@@ -132,4 +132,38 @@ func PlaceWhole(c *sim.Cluster, pl placement.Placer, j *sim.Job, out *placement.
 		cp.Spec.GPUMilli = sim.WholeGPU
 	}
 	return pl.Place(c, &cp, out)
+}
+
+// Memo remembers, within one scheduling point, the smallest demand
+// (utilisation, GPU memory, node CPU and memory, for one accepted sharing mode)
+// that found no GPU to join, so that later jobs needing at least as much in
+// every dimension skip the scan. Reset it whenever a GPU gains room for
+// sharers (a sharer started alone on a free GPU, or a job left a shared GPU).
+type Memo struct {
+	u        float64
+	gmem     int64
+	cpu, mem int64
+	acc      sim.JobSharing
+	valid    bool
+}
+
+// Reset forgets the remembered failure.
+func (m *Memo) Reset() { m.valid = false }
+
+// Skip reports whether a job with utilisation u and spec s cannot join any
+// GPU, given the remembered failure (jobs restricted to GPU models are never
+// skipped).
+func (m *Memo) Skip(s *sim.JobSpec, u float64) bool {
+	return m.valid && len(s.GPUModels) == 0 && s.Accepts() == m.acc && u >= m.u &&
+		s.GPUMemMiB >= m.gmem && s.CPUMilli >= m.cpu && s.MemoryMiB >= m.mem
+}
+
+// Fail records that a job with utilisation u and spec s found no GPU to join.
+func (m *Memo) Fail(s *sim.JobSpec, u float64) {
+	if len(s.GPUModels) > 0 {
+		return
+	}
+	if !m.valid || s.Accepts() == m.acc && u <= m.u && s.GPUMemMiB <= m.gmem && s.CPUMilli <= m.cpu && s.MemoryMiB <= m.mem {
+		m.u, m.gmem, m.cpu, m.mem, m.acc, m.valid = u, s.GPUMemMiB, s.CPUMilli, s.MemoryMiB, s.Accepts(), true
+	}
 }
