@@ -210,7 +210,11 @@ func NewEngine(cfg Config) (*Engine, error) {
 	e.resAt = make([]Time, len(specs))
 	e.waitWhy = make([]Reason, len(specs))
 	for i, si := range specs {
-		s := cfg.Jobs[si]
+		// Fields are set in place: e.jobs is zeroed, and building a Job value to
+		// copy in would move its 400-odd bytes twice per job.
+		j := &e.jobs[i]
+		j.Spec = cfg.Jobs[si]
+		s := &j.Spec
 		if err := s.Validate(); err != nil {
 			return nil, fmt.Errorf("job %q: %w", s.ID, err)
 		}
@@ -227,8 +231,8 @@ func NewEngine(cfg Config) (*Engine, error) {
 		if est < 1 {
 			est = 1
 		}
-		e.jobs[i] = Job{Spec: s, Ref: JobRef(i), State: StatePending, Estimate: est,
-			FirstStart: Never, LastStart: Never, End: Never, lastPreempt: Never}
+		j.Ref, j.State, j.Estimate = JobRef(i), StatePending, est
+		j.FirstStart, j.LastStart, j.End, j.lastPreempt = Never, Never, Never, Never
 		e.runIdx[i] = -1
 		e.resAt[i] = Never
 	}

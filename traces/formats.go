@@ -125,6 +125,17 @@ type stickyReader struct {
 	err error
 }
 
+// rowsHinter is a JobReader that can bound cheaply the rows it will return (0
+// when it cannot), so a caller can size the result once.
+type rowsHinter interface{ rowsHint() int }
+
+func (s *stickyReader) rowsHint() int {
+	if h, ok := s.JobReader.(rowsHinter); ok {
+		return h.rowsHint()
+	}
+	return 0
+}
+
 func (s *stickyReader) Next() (sim.JobSpec, error) {
 	if s.err != nil {
 		return sim.JobSpec{}, s.err

@@ -1,7 +1,9 @@
 package traces
 
 import (
+	"bytes"
 	"io"
+	"os"
 	"runtime"
 	"sync"
 
@@ -191,6 +193,29 @@ func (r *nativeCSVReader) Next() (sim.JobSpec, error) {
 func (r *nativeCSVReader) Report() *ImportReport { return r.rep }
 
 // Close stops the pipeline, waits for its goroutines and closes the file.
+// rowsHint implements rowsHinter: the file's line count (an upper bound of its
+// rows, read through a second descriptor; ~30 ms per 100 MB from the page
+// cache, which the parse then hits), 0 on any error.
+func (r *nativeCSVReader) rowsHint() int {
+	f, err := os.Open(r.in.file)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	n := 1 // a last line without a newline
+	for {
+		k, err := f.Read(buf)
+		n += bytes.Count(buf[:k], []byte{'\n'})
+		if err == io.EOF {
+			return n
+		}
+		if err != nil {
+			return 0
+		}
+	}
+}
+
 func (r *nativeCSVReader) Close() error {
 	var err error
 	r.once.Do(func() {

@@ -173,6 +173,12 @@ func (t *TraceSource) LoadOn(baseDir string, seed uint64, clusterGPUs int64) ([]
 		}
 	}
 	var acc jobChunks
+	if h, ok := r.(rowsHinter); ok && t.Filter.empty() && t.Window == nil {
+		// Every row is kept: reading into one slice of the right size saves
+		// copying every job from chunks (and the chunks' memory). Unused
+		// capacity is never touched, so it costs address space, not RSS.
+		acc.reserve(h.rowsHint())
+	}
 	filtered, outside := 0, 0
 	for {
 		j, err := r.Next()
@@ -282,9 +288,18 @@ func compareJobs(a, b sim.JobSpec) int {
 // large trace copies each job once (into the exact-size result of flatten)
 // instead of through repeated slice growth.
 type jobChunks struct {
-	full [][]sim.JobSpec
-	cur  []sim.JobSpec
-	n    int
+	full     [][]sim.JobSpec
+	cur      []sim.JobSpec
+	n        int
+	reserved bool // cur was sized by reserve
+}
+
+// reserve makes the first chunk hold n jobs (nothing when n <= 0 or jobs were
+// added); when no more are added, flatten returns it without copying.
+func (c *jobChunks) reserve(n int) {
+	if n > 0 && c.n == 0 {
+		c.cur, c.reserved = make([]sim.JobSpec, 0, n), true
+	}
 }
 
 const jobChunkLen = 1 << 14
@@ -305,6 +320,11 @@ func (c *jobChunks) add(j sim.JobSpec) {
 func (c *jobChunks) flatten() []sim.JobSpec {
 	if c.n == 0 {
 		return nil
+	}
+	if c.reserved && len(c.full) == 0 {
+		out := c.cur
+		*c = jobChunks{}
+		return out
 	}
 	out := make([]sim.JobSpec, 0, c.n)
 	for i, ch := range c.full {

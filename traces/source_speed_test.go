@@ -2,6 +2,7 @@ package traces
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 
@@ -28,6 +29,48 @@ func TestJobChunksFlatten(t *testing.T) {
 		if n == 0 && out != nil {
 			t.Error("no jobs should give nil")
 		}
+	}
+}
+
+// With reserve (the reader's row bound), jobs that fit are returned in the
+// reserved slice without a copy; more than reserved still come back in order.
+func TestJobChunksReserve(t *testing.T) {
+	for _, tc := range []struct{ reserve, n int }{{10, 0}, {10, 7}, {10, 10}, {10, 11}, {5, jobChunkLen + 9}} {
+		var c jobChunks
+		c.reserve(tc.reserve)
+		first := c.cur[:1]
+		for i := 0; i < tc.n; i++ {
+			c.add(sim.JobSpec{Submit: sim.Time(i)})
+		}
+		out := c.flatten()
+		if len(out) != tc.n {
+			t.Fatalf("%+v: len %d", tc, len(out))
+		}
+		for i := range out {
+			if out[i].Submit != sim.Time(i) {
+				t.Fatalf("%+v: job %d is %+v", tc, i, out[i])
+			}
+		}
+		if tc.n > 0 && tc.n <= tc.reserve && &out[0] != &first[0] {
+			t.Errorf("%+v: the reserved slice was copied", tc)
+		}
+	}
+}
+
+// The native reader's row bound is the file's line count.
+func TestNativeRowsHint(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/jobs.csv"
+	if err := os.WriteFile(path, []byte("id,submit_s,gpus,duration_s\na,0,1,10\nb,1,1,10"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenJobsWith(FormatNative, path, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if h := r.(rowsHinter).rowsHint(); h < 2 || h > 3 {
+		t.Errorf("rowsHint = %d, want 2 or 3", h)
 	}
 }
 
