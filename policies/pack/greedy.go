@@ -1,0 +1,89 @@
+package pack
+
+import (
+	"math"
+	"slices"
+)
+
+// greedy is the greedy rule: the jobs in the problem's order; each goes to the
+// GPU whose total throughput (sum of its jobs' speed factors) rises most when
+// it joins, among the GPUs where it is eligible, fits (clients, memory) and
+// every job of the GPU, itself included, keeps its QoS bound; ties (within
+// 1e-9) go to the lowest GPU index. A job whose best gain is not positive stays
+// pending. Gains are computed once per (GPU class, job kind): interchangeable
+// GPUs and jobs share them, so a decision costs O(jobs x classes) lookups plus
+// one Speeds call per new (class, kind) pair.
+func (pk *Packer) greedy(res *Result) {
+	res.Mode = Greedy
+	res.Objective = res.Baseline
+	res.Placed = 0
+	for j := range pk.p.Jobs {
+		res.GPUOf[j] = -1
+	}
+	for j := range pk.p.Jobs {
+		k := pk.jobKind[j]
+		best, bestGPU, bestGain := int32(-1), 0, 0.0
+		for c := range pk.classes {
+			if len(pk.classes[c].gpus) == 0 {
+				continue
+			}
+			g := pk.gainOf(int32(c), k)
+			if !(g > eps) {
+				continue
+			}
+			first := pk.classes[c].gpus[0]
+			if best < 0 || g > bestGain+eps || g >= bestGain-eps && first < bestGPU {
+				best, bestGPU, bestGain = int32(c), first, g
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		res.GPUOf[j] = bestGPU
+		res.Objective += bestGain
+		res.Placed++
+		pk.move(best, k)
+	}
+}
+
+// gainOf is the throughput gain of adding one job of kind k to a GPU of class
+// c (-Inf when it is not allowed, does not fit or breaks a QoS bound), memoised.
+func (pk *Packer) gainOf(c, k int32) float64 {
+	if g := pk.classes[c].gain[k]; !math.IsNaN(g) {
+		return g
+	}
+	g := math.Inf(-1)
+	add := [1]int32{k}
+	if pk.eligible(k, c) && pk.fits(c, add[:]) {
+		if sum, ok := pk.eval(c, add[:]); ok {
+			g = sum - pk.classes[c].base
+		}
+	}
+	pk.classes[c].gain[k] = g
+	return g
+}
+
+// move moves the lowest-index GPU of class c, which takes a job of kind k, to
+// the class of its new occupant set.
+func (pk *Packer) move(c, k int32) {
+	gi := pk.classes[c].gpus[0]
+	pk.classes[c].gpus = pk.classes[c].gpus[1:]
+	n := pk.next(c, k)
+	l := pk.classes[n].gpus
+	i, _ := slices.BinarySearch(l, gi)
+	pk.classes[n].gpus = slices.Insert(l, i, gi)
+}
+
+// next is the class of a GPU of class c after a job of kind k joins it.
+func (pk *Packer) next(c, k int32) int32 {
+	if n := pk.classes[c].next[k]; n >= 0 {
+		return n
+	}
+	cl := &pk.classes[c]
+	pk.occ = append(pk.occ[:0], cl.occ...)
+	pk.occ = append(pk.occ, k)
+	sortKinds(pk.occ)
+	n := pk.classOf(cl.key.model, cl.key.mode, cl.key.mem, cl.key.clients, pk.occ)
+	pk.classes[c].next[k] = n
+	return n
+}

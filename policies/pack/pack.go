@@ -1,0 +1,505 @@
+// Package pack is an interference-aware packer: a pure decision library that
+// chooses which pending shareable 1-GPU jobs go on which time-slicing or MPS GPU
+// (an empty one, or joining the jobs already there) so as to maximise the total
+// normalised throughput, subject to GPU memory, the client limit and QoS (each
+// job's maximum slowdown and a serving job's minimum speed), for new jobs and for
+// the co-runners they join alike. It has two modes: a greedy rule and an exact
+// integer linear program solved by lp_solve (build tag lpsolve; without it the
+// ILP falls back to greedy with a warning). docs/packer.md describes the model.
+//
+// The speed factors come from a Speeds, which *sim.SharingConfig implements with
+// the very function the engine applies at every co-location change, so the
+// packer's predictions are the engine's speeds.
+package pack
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/gpusim/gpusim/sim"
+)
+
+// Mode is how the packer decides.
+type Mode uint8
+
+// Modes.
+const (
+	// Greedy: jobs in the given order, each to the GPU whose total throughput
+	// rises most (see docs/packer.md).
+	Greedy Mode = iota
+	// ILP: the exact optimum of the integer program over feasible groups,
+	// solved by lp_solve within a time budget.
+	ILP
+)
+
+func (m Mode) String() string {
+	if m == ILP {
+		return "ilp"
+	}
+	return "greedy"
+}
+
+// ParseMode maps "greedy" or "ilp" to a Mode.
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "greedy":
+		return Greedy, nil
+	case "ilp":
+		return ILP, nil
+	}
+	return 0, fmt.Errorf("unknown packer mode %q (want greedy or ilp)", s)
+}
+
+// Speeds gives the speed factors (1 = alone on the GPU) of jobs co-located on
+// one GPU; *sim.SharingConfig implements it (its Factors is the engine's). It
+// must be deterministic and independent of the order of the jobs.
+type Speeds interface {
+	Factors(gpuModel string, mode sim.SharingMode, ws []int32, solo []float64, milli []sim.MilliGPU, out []float64) (measured bool)
+}
+
+// Job is a job as the packer sees it: a pending job to place, or an occupant
+// already running on a GPU.
+type Job struct {
+	// ID is the caller's identifier (not used by the packer).
+	ID int
+	// Workload is the interference workload ID (sim.Interference.WorkloadID;
+	// -1 = unknown).
+	Workload int32
+	// SMUtil is the solo SM utilisation in [0, 1] (0 = unknown).
+	SMUtil float64
+	// MemMiB is its GPU memory (0 = unknown, counts 0).
+	MemMiB int64
+	// Milli is its gpu_milli (MPS active-thread percentage x 10; 0 or 1000 =
+	// uncapped).
+	Milli sim.MilliGPU
+	// MaxSlowdown bounds its slowdown: its speed factor must stay >=
+	// 1/MaxSlowdown (0 = no bound; otherwise >= 1).
+	MaxSlowdown float64
+	// MinSpeed is a serving job's latency bound expressed as the lowest speed
+	// factor at which its predicted P99 stays within its SLA (0 = none).
+	MinSpeed float64
+	// Accepts is the sharing a pending job accepts (ignored for occupants);
+	// the zero value, AcceptExclusive, is read as "any" (the caller has already
+	// decided the job shares).
+	Accepts sim.JobSharing
+	// Models restricts a pending job to these GPU models (nil = any).
+	Models []string
+}
+
+// bound is the lowest speed factor the job tolerates.
+func (j *Job) bound() float64 {
+	b := j.MinSpeed
+	if j.MaxSlowdown > 0 {
+		b = max(b, 1/j.MaxSlowdown)
+	}
+	return b
+}
+
+// GPU is a time-slicing or MPS GPU that may take jobs.
+type GPU struct {
+	// ID is the caller's identifier; ties between equally good GPUs go to the
+	// lower index in Problem.GPUs.
+	ID int
+	// Model is the GPU model (for Speeds and Job.Models).
+	Model string
+	// Mode is sim.ShareTimeSlice or sim.ShareMPS.
+	Mode sim.SharingMode
+	// MemMiB is its memory (0 = not checked).
+	MemMiB int64
+	// MaxClients is the most jobs it holds (0 = sim.DefaultSharingClients).
+	MaxClients int
+	// Occupants are the jobs already on it.
+	Occupants []Job
+}
+
+// Problem is one packing decision.
+type Problem struct {
+	GPUs []GPU
+	// Jobs are the pending jobs, in priority order (greedy takes them in this
+	// order; the ILP gives interchangeable jobs out in this order).
+	Jobs   []Job
+	Speeds Speeds
+	Mode   Mode
+	// Budget is the ILP's time budget (0 = DefaultBudget).
+	Budget time.Duration
+}
+
+// DefaultBudget is the ILP's time budget when Problem.Budget is 0.
+const DefaultBudget = time.Second
+
+// Result is a packing decision.
+type Result struct {
+	// GPUOf[i] is the index in Problem.GPUs of the GPU job i goes to, or -1
+	// (it stays pending).
+	GPUOf []int
+	// Objective is the total normalised throughput after the decision: the sum
+	// of the speed factors of every job on the problem's GPUs (occupants and
+	// placed jobs; a pending job counts 0). Baseline is the same sum before.
+	Objective, Baseline float64
+	// Placed is the number of jobs placed.
+	Placed int
+	// Mode is the mode that produced the decision (Greedy after a fallback).
+	Mode Mode
+	// Optimal is true when the ILP proved the decision optimal.
+	Optimal bool
+	// TimedOut is true when the ILP hit its budget (the decision is then the
+	// better of its incumbent and greedy's).
+	TimedOut bool
+	// Fallback is true when ILP was asked for but greedy decided (no solver in
+	// this build, or a solver failure); Warning says why.
+	Fallback bool
+	Warning  string
+	// Kinds, Classes and Columns size the ILP (interchangeable jobs, GPU
+	// classes, group variables).
+	Kinds, Classes, Columns int
+	// Elapsed is the decision's wall time.
+	Elapsed time.Duration
+}
+
+// eps is the smallest throughput gain worth a placement, and the tolerance of
+// the QoS checks.
+const eps = 1e-9
+
+// Packer solves packing problems, reusing its buffers between calls (not safe
+// for concurrent use).
+type Packer struct {
+	p *Problem
+
+	kindIdx map[kindKey]int32
+	kinds   []kind
+	jobKind []int32
+
+	classIdx map[classKey]int32
+	classes  []class
+	gpuClass []int32
+
+	// scratch for group evaluation
+	ws    []int32
+	solo  []float64
+	milli []sim.MilliGPU
+	out   []float64
+	bnd   []float64
+	occ   []int32
+	keyB  []byte
+}
+
+// kindKey identifies interchangeable jobs: the same attributes give the same
+// speeds, memory, QoS and eligibility.
+type kindKey struct {
+	w        int32
+	u        float64
+	mem      int64
+	milli    sim.MilliGPU
+	bound    float64
+	accepts  sim.JobSharing
+	models   string
+	occupant bool
+}
+
+type kind struct {
+	key kindKey
+	n   int // pending jobs of this kind
+	job *Job
+}
+
+// classKey identifies interchangeable GPUs: same model, mode, memory, client
+// limit and multiset of occupant kinds.
+type classKey struct {
+	model   string
+	mode    sim.SharingMode
+	mem     int64
+	clients int
+	occ     string // sorted occupant kind IDs, 4 bytes each
+}
+
+type class struct {
+	key     classKey
+	occ     []int32 // sorted occupant kinds
+	memUsed int64
+	base    float64 // sum of the occupants' factors now
+	ok      bool    // the occupants alone meet their QoS
+	gpus    []int   // GPU indexes in this class, ascending
+	gain    []float64
+	next    []int32 // class after adding one job of kind k (-1 unknown, -2 infeasible)
+}
+
+// Solve decides p into res (reusing res.GPUOf). It returns an error only for an
+// invalid problem.
+func (pk *Packer) Solve(p *Problem, res *Result) error {
+	t0 := time.Now()
+	if p.Speeds == nil {
+		return fmt.Errorf("pack: Problem.Speeds is nil")
+	}
+	for i := range p.GPUs {
+		if m := p.GPUs[i].Mode; m != sim.ShareTimeSlice && m != sim.ShareMPS {
+			return fmt.Errorf("pack: GPU %d: mode %s (want timeslice or mps)", p.GPUs[i].ID, m)
+		}
+	}
+	for i := range p.Jobs {
+		if s := p.Jobs[i].MaxSlowdown; s != 0 && !(s >= 1) || math.IsNaN(p.Jobs[i].MinSpeed) {
+			return fmt.Errorf("pack: job %d: max slowdown %v (want 0 or >= 1)", p.Jobs[i].ID, s)
+		}
+	}
+	pk.setup(p)
+	*res = Result{GPUOf: res.GPUOf[:0], Mode: p.Mode}
+	for range p.Jobs {
+		res.GPUOf = append(res.GPUOf, -1)
+	}
+	for _, c := range pk.classes {
+		res.Baseline += c.base * float64(len(c.gpus))
+	}
+	switch p.Mode {
+	case ILP:
+		pk.solveILP(res)
+	default:
+		pk.greedy(res)
+	}
+	res.Elapsed = time.Since(t0)
+	return nil
+}
+
+// setup interns the kinds and the initial GPU classes.
+func (pk *Packer) setup(p *Problem) {
+	pk.p = p
+	if pk.kindIdx == nil {
+		pk.kindIdx = map[kindKey]int32{}
+		pk.classIdx = map[classKey]int32{}
+	}
+	clear(pk.kindIdx)
+	clear(pk.classIdx)
+	pk.kinds = pk.kinds[:0]
+	pk.classes = pk.classes[:0]
+	pk.jobKind = pk.jobKind[:0]
+	for i := range p.Jobs {
+		k := pk.kindOf(&p.Jobs[i], false)
+		pk.kinds[k].n++
+		pk.jobKind = append(pk.jobKind, k)
+	}
+	pk.gpuClass = pk.gpuClass[:0]
+	for i := range p.GPUs {
+		g := &p.GPUs[i]
+		pk.occ = pk.occ[:0]
+		for o := range g.Occupants {
+			pk.occ = append(pk.occ, pk.kindOf(&g.Occupants[o], true))
+		}
+		sortKinds(pk.occ)
+		c := pk.classOf(g.Model, g.Mode, g.MemMiB, clientsOf(g), pk.occ)
+		pk.classes[c].gpus = append(pk.classes[c].gpus, i)
+		pk.gpuClass = append(pk.gpuClass, c)
+	}
+}
+
+func clientsOf(g *GPU) int {
+	if g.MaxClients > 0 {
+		return g.MaxClients
+	}
+	return sim.DefaultSharingClients
+}
+
+func sortKinds(a []int32) {
+	for i := 1; i < len(a); i++ {
+		for j := i; j > 0 && a[j] < a[j-1]; j-- {
+			a[j], a[j-1] = a[j-1], a[j]
+		}
+	}
+}
+
+func (pk *Packer) kindOf(j *Job, occupant bool) int32 {
+	key := kindKey{w: j.Workload, u: j.SMUtil, mem: j.MemMiB, milli: j.Milli, bound: j.bound(), occupant: occupant}
+	if !occupant {
+		key.accepts = j.Accepts
+		if len(j.Models) > 0 {
+			key.models = joinModels(j.Models)
+		}
+	}
+	if k, ok := pk.kindIdx[key]; ok {
+		return k
+	}
+	k := int32(len(pk.kinds))
+	pk.kinds = append(pk.kinds, kind{key: key, job: j})
+	pk.kindIdx[key] = k
+	for i := range pk.classes { // a kind added after classes exist (never in Solve)
+		pk.classes[i].gain = append(pk.classes[i].gain, math.NaN())
+		pk.classes[i].next = append(pk.classes[i].next, -1)
+	}
+	return k
+}
+
+func joinModels(ms []string) string {
+	n := 0
+	for _, m := range ms {
+		n += len(m) + 1
+	}
+	b := make([]byte, 0, n)
+	for _, m := range ms {
+		b = append(b, m...)
+		b = append(b, 0)
+	}
+	return string(b)
+}
+
+// classOf interns the class of a GPU with the given occupant kinds (sorted).
+func (pk *Packer) classOf(model string, mode sim.SharingMode, mem int64, clients int, occ []int32) int32 {
+	pk.keyB = pk.keyB[:0]
+	for _, k := range occ {
+		pk.keyB = append(pk.keyB, byte(k), byte(k>>8), byte(k>>16), byte(k>>24))
+	}
+	key := classKey{model: model, mode: mode, mem: mem, clients: clients}
+	if c, ok := pk.classIdx[classKey{model: model, mode: mode, mem: mem, clients: clients, occ: string(pk.keyB)}]; ok {
+		return c
+	}
+	key.occ = string(pk.keyB)
+	c := int32(len(pk.classes))
+	cl := class{key: key, occ: append([]int32(nil), occ...)}
+	for _, k := range occ {
+		cl.memUsed += pk.kinds[k].key.mem
+	}
+	cl.gain = make([]float64, len(pk.kinds))
+	cl.next = make([]int32, len(pk.kinds))
+	for i := range cl.gain {
+		cl.gain[i] = math.NaN()
+		cl.next[i] = -1
+	}
+	pk.classes = append(pk.classes, cl)
+	pk.classIdx[key] = c
+	sum, ok := pk.eval(c, nil)
+	pk.classes[c].base, pk.classes[c].ok = sum, ok
+	return c
+}
+
+// eval returns the sum of the speed factors of class c's occupants plus the
+// added kinds, and whether every one of them meets its QoS bound.
+func (pk *Packer) eval(c int32, add []int32) (sum float64, ok bool) {
+	cl := &pk.classes[c]
+	n := len(cl.occ) + len(add)
+	if n == 0 {
+		return 0, true
+	}
+	pk.ws, pk.solo, pk.milli, pk.out, pk.bnd = pk.ws[:0], pk.solo[:0], pk.milli[:0], pk.out[:0], pk.bnd[:0]
+	for _, list := range [2][]int32{cl.occ, add} {
+		for _, k := range list {
+			kd := &pk.kinds[k]
+			pk.ws = append(pk.ws, kd.key.w)
+			pk.solo = append(pk.solo, kd.key.u)
+			pk.milli = append(pk.milli, kd.key.milli)
+			pk.bnd = append(pk.bnd, kd.key.bound)
+			pk.out = append(pk.out, 0)
+		}
+	}
+	pk.p.Speeds.Factors(cl.key.model, cl.key.mode, pk.ws, pk.solo, pk.milli, pk.out)
+	ok = true
+	for i, f := range pk.out {
+		sum += f
+		if f < pk.bnd[i]-eps {
+			ok = false
+		}
+	}
+	return sum, ok
+}
+
+// eligible reports whether a job of kind k may join a GPU of class c at all
+// (mode accepted, model allowed); capacity and QoS are checked separately.
+func (pk *Packer) eligible(k, c int32) bool {
+	kd := &pk.kinds[k]
+	cl := &pk.classes[c]
+	if a := kd.key.accepts; a != sim.AcceptExclusive && !a.Accepts(cl.key.mode) {
+		return false
+	}
+	if kd.key.models != "" {
+		found := false
+		for _, m := range kd.job.Models {
+			if m == cl.key.model {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// fits reports whether class c has room (clients, memory) for the added kinds.
+func (pk *Packer) fits(c int32, add []int32) bool {
+	cl := &pk.classes[c]
+	if len(cl.occ)+len(add) > cl.key.clients {
+		return false
+	}
+	if cl.key.mem > 0 {
+		m := cl.memUsed
+		for _, k := range add {
+			m += pk.kinds[k].key.mem
+		}
+		if m > cl.key.mem {
+			return false
+		}
+	}
+	return true
+}
+
+// Verify checks a decision against the problem from scratch: every placed job
+// on an existing GPU it may use, within the client limit and memory, and every
+// job on a touched GPU (occupant or new) at or above its QoS bound. It returns
+// the decision's objective. Tests and callers that distrust a solver use it.
+func Verify(p *Problem, gpuOf []int) (objective float64, err error) {
+	if len(gpuOf) != len(p.Jobs) {
+		return 0, fmt.Errorf("decision has %d entries for %d jobs", len(gpuOf), len(p.Jobs))
+	}
+	added := make([][]int, len(p.GPUs))
+	for j, g := range gpuOf {
+		if g < -1 || g >= len(p.GPUs) {
+			return 0, fmt.Errorf("job %d: GPU index %d out of range", j, g)
+		}
+		if g >= 0 {
+			added[g] = append(added[g], j)
+		}
+	}
+	for gi := range p.GPUs {
+		g := &p.GPUs[gi]
+		all := make([]*Job, 0, len(g.Occupants)+len(added[gi]))
+		for o := range g.Occupants {
+			all = append(all, &g.Occupants[o])
+		}
+		for _, j := range added[gi] {
+			jb := &p.Jobs[j]
+			if a := jb.Accepts; a != sim.AcceptExclusive && !a.Accepts(g.Mode) {
+				return 0, fmt.Errorf("job %d: does not accept mode %s of GPU %d", j, g.Mode, gi)
+			}
+			if len(jb.Models) > 0 {
+				found := false
+				for _, m := range jb.Models {
+					found = found || m == g.Model
+				}
+				if !found {
+					return 0, fmt.Errorf("job %d: model %s of GPU %d not allowed", j, g.Model, gi)
+				}
+			}
+			all = append(all, jb)
+		}
+		if len(all) == 0 {
+			continue
+		}
+		if len(added[gi]) > 0 && len(all) > clientsOf(g) {
+			return 0, fmt.Errorf("GPU %d: %d jobs over its client limit %d", gi, len(all), clientsOf(g))
+		}
+		var mem int64
+		ws, solo, milli, out := make([]int32, len(all)), make([]float64, len(all)), make([]sim.MilliGPU, len(all)), make([]float64, len(all))
+		for i, jb := range all {
+			mem += jb.MemMiB
+			ws[i], solo[i], milli[i] = jb.Workload, jb.SMUtil, jb.Milli
+		}
+		if len(added[gi]) > 0 && g.MemMiB > 0 && mem > g.MemMiB {
+			return 0, fmt.Errorf("GPU %d: %d MiB over its memory %d MiB", gi, mem, g.MemMiB)
+		}
+		p.Speeds.Factors(g.Model, g.Mode, ws, solo, milli, out)
+		for i, f := range out {
+			objective += f
+			if len(added[gi]) > 0 && f < all[i].bound()-eps {
+				return 0, fmt.Errorf("GPU %d: member %d at speed %.4f below its bound %.4f", gi, i, f, all[i].bound())
+			}
+		}
+	}
+	return objective, nil
+}
