@@ -20,20 +20,39 @@ func (pk *Packer) greedy(res *Result) {
 	for j := range pk.p.Jobs {
 		res.GPUOf[j] = -1
 	}
+	// active lists the classes that have GPUs; gk[k][c] memoises gainOf.
+	pk.active = pk.active[:0]
+	for c := range pk.classes {
+		if len(pk.classes[c].gpus) > 0 {
+			pk.active = append(pk.active, int32(c))
+		}
+	}
+	for len(pk.gk) < len(pk.kinds) {
+		pk.gk = append(pk.gk, nil)
+	}
+	for k := range pk.kinds {
+		pk.gk[k] = pk.gk[k][:0]
+	}
 	for j := range pk.p.Jobs {
 		k := pk.jobKind[j]
 		best, bestGPU, bestGain := int32(-1), 0, 0.0
-		for c := range pk.classes {
-			if len(pk.classes[c].gpus) == 0 {
-				continue
+		for _, c := range pk.active {
+			gk := pk.gk[k]
+			for int(c) >= len(gk) {
+				gk = append(gk, math.NaN())
 			}
-			g := pk.gainOf(int32(c), k)
+			pk.gk[k] = gk
+			g := gk[c]
+			if math.IsNaN(g) {
+				g = pk.gainOf(c, k)
+				gk[c] = g
+			}
 			if !(g > eps) {
 				continue
 			}
 			first := pk.classes[c].gpus[0]
 			if best < 0 || g > bestGain+eps || g >= bestGain-eps && first < bestGPU {
-				best, bestGPU, bestGain = int32(c), first, g
+				best, bestGPU, bestGain = c, first, g
 			}
 		}
 		if best < 0 {
@@ -47,19 +66,13 @@ func (pk *Packer) greedy(res *Result) {
 }
 
 // gainOf is the throughput gain of adding one job of kind k to a GPU of class
-// c (-Inf when it is not allowed, does not fit or breaks a QoS bound), memoised.
+// c (-Inf when it is not allowed, does not fit or breaks a QoS bound).
 func (pk *Packer) gainOf(c, k int32) float64 {
-	if g := pk.classes[c].gain[k]; !math.IsNaN(g) {
-		return g
-	}
 	g := math.Inf(-1)
 	add := [1]int32{k}
 	if pk.eligible(k, c) && pk.fits(c, add[:]) {
-		if sum, ok := pk.eval(c, add[:]); ok {
-			g = sum - pk.classes[c].base
-		}
+		g = pk.gainAdd(c, k)
 	}
-	pk.classes[c].gain[k] = g
 	return g
 }
 
@@ -68,14 +81,25 @@ func (pk *Packer) gainOf(c, k int32) float64 {
 func (pk *Packer) move(c, k int32) {
 	gi := pk.classes[c].gpus[0]
 	pk.classes[c].gpus = pk.classes[c].gpus[1:]
+	if len(pk.classes[c].gpus) == 0 {
+		i := slices.Index(pk.active, c)
+		pk.active[i] = pk.active[len(pk.active)-1]
+		pk.active = pk.active[:len(pk.active)-1]
+	}
 	n := pk.next(c, k)
 	l := pk.classes[n].gpus
+	if len(l) == 0 {
+		pk.active = append(pk.active, n)
+	}
 	i, _ := slices.BinarySearch(l, gi)
 	pk.classes[n].gpus = slices.Insert(l, i, gi)
 }
 
 // next is the class of a GPU of class c after a job of kind k joins it.
 func (pk *Packer) next(c, k int32) int32 {
+	for int(k) >= len(pk.classes[c].next) {
+		pk.classes[c].next = append(pk.classes[c].next, -1)
+	}
 	if n := pk.classes[c].next[k]; n >= 0 {
 		return n
 	}

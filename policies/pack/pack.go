@@ -174,14 +174,21 @@ type Packer struct {
 	classes  []class
 	gpuClass []int32
 
+	skIdx  map[skKey]int32
+	spdIdx map[classKey]int32 // speed classes: classKey with mem 0, clients 0, occ = speed kinds
+	spds   []spdClass
+
 	// scratch for group evaluation
 	ws    []int32
 	solo  []float64
 	milli []sim.MilliGPU
 	out   []float64
 	bnd   []float64
-	occ   []int32
-	keyB  []byte
+	occ    []int32
+	keyB   []byte
+	skList []skKey
+	active []int32
+	gk     [][]float64
 }
 
 // kindKey identifies interchangeable jobs: the same attributes give the same
@@ -199,8 +206,30 @@ type kindKey struct {
 
 type kind struct {
 	key kindKey
-	n   int // pending jobs of this kind
+	n   int   // pending jobs of this kind
+	sk  int32 // speed kind
 	job *Job
+}
+
+// skKey identifies jobs that the speed function cannot tell apart. By its
+// contract (independent of member order) such jobs in one group get the same
+// factor.
+type skKey struct {
+	w     int32
+	u     float64
+	milli sim.MilliGPU
+}
+
+// spdClass is a GPU model, mode and multiset of speed kinds: what the speed
+// function sees. Its factors, alone and with one more job of each speed kind,
+// are computed once.
+type spdClass struct {
+	members []int32 // sorted speed kinds
+	base    float64 // sum of the members' factors
+	fac     []float64
+	addSum  []float64   // per added speed kind (NaN = not yet computed)
+	addFac  [][]float64 // factors of sorted(members + added)
+	addMemb [][]int32
 }
 
 // classKey identifies interchangeable GPUs: same model, mode, memory, client
@@ -218,10 +247,10 @@ type class struct {
 	occ     []int32 // sorted occupant kinds
 	memUsed int64
 	base    float64 // sum of the occupants' factors now
+	spd     int32   // speed class
 	ok      bool    // the occupants alone meet their QoS
 	gpus    []int   // GPU indexes in this class, ascending
-	gain    []float64
-	next    []int32 // class after adding one job of kind k (-1 unknown, -2 infeasible)
+	next    []int32 // class after adding one job of kind k (-1 unknown), grown on demand
 }
 
 // Solve decides p into res (reusing res.GPUOf). It returns an error only for an
@@ -265,9 +294,14 @@ func (pk *Packer) setup(p *Problem) {
 	if pk.kindIdx == nil {
 		pk.kindIdx = map[kindKey]int32{}
 		pk.classIdx = map[classKey]int32{}
+		pk.skIdx = map[skKey]int32{}
+		pk.spdIdx = map[classKey]int32{}
 	}
 	clear(pk.kindIdx)
 	clear(pk.classIdx)
+	clear(pk.skIdx)
+	clear(pk.spdIdx)
+	pk.spds = pk.spds[:0]
 	pk.kinds = pk.kinds[:0]
 	pk.classes = pk.classes[:0]
 	pk.jobKind = pk.jobKind[:0]
@@ -317,12 +351,13 @@ func (pk *Packer) kindOf(j *Job, occupant bool) int32 {
 		return k
 	}
 	k := int32(len(pk.kinds))
-	pk.kinds = append(pk.kinds, kind{key: key, job: j})
-	pk.kindIdx[key] = k
-	for i := range pk.classes { // a kind added after classes exist (never in Solve)
-		pk.classes[i].gain = append(pk.classes[i].gain, math.NaN())
-		pk.classes[i].next = append(pk.classes[i].next, -1)
+	sk, ok := pk.skIdx[skKey{j.Workload, j.SMUtil, j.Milli}]
+	if !ok {
+		sk = int32(len(pk.skIdx))
+		pk.skIdx[skKey{j.Workload, j.SMUtil, j.Milli}] = sk
 	}
+	pk.kinds = append(pk.kinds, kind{key: key, job: j, sk: sk})
+	pk.kindIdx[key] = k
 	return k
 }
 
@@ -355,17 +390,118 @@ func (pk *Packer) classOf(model string, mode sim.SharingMode, mem int64, clients
 	for _, k := range occ {
 		cl.memUsed += pk.kinds[k].key.mem
 	}
-	cl.gain = make([]float64, len(pk.kinds))
-	cl.next = make([]int32, len(pk.kinds))
-	for i := range cl.gain {
-		cl.gain[i] = math.NaN()
-		cl.next[i] = -1
+	// speed class
+	sks := make([]int32, len(occ))
+	for i, k := range occ {
+		sks[i] = pk.kinds[k].sk
+	}
+	sortKinds(sks)
+	cl.spd = pk.spdClassOf(model, mode, sks)
+	sp := &pk.spds[cl.spd]
+	cl.base, cl.ok = sp.base, true
+	for _, k := range occ {
+		if factorOf(sp.members, sp.fac, pk.kinds[k].sk) < pk.kinds[k].key.bound-eps {
+			cl.ok = false
+		}
 	}
 	pk.classes = append(pk.classes, cl)
 	pk.classIdx[key] = c
-	sum, ok := pk.eval(c, nil)
-	pk.classes[c].base, pk.classes[c].ok = sum, ok
 	return c
+}
+
+// factorOf is the factor of speed kind sk in a group (members sorted).
+func factorOf(members []int32, fac []float64, sk int32) float64 {
+	for i, m := range members {
+		if m == sk {
+			return fac[i]
+		}
+	}
+	panic("pack: speed kind not in group")
+}
+
+// spdClassOf interns a speed class (sks sorted; kept) and computes its factors.
+func (pk *Packer) spdClassOf(model string, mode sim.SharingMode, sks []int32) int32 {
+	pk.keyB = pk.keyB[:0]
+	for _, k := range sks {
+		pk.keyB = append(pk.keyB, byte(k), byte(k>>8), byte(k>>16), byte(k>>24))
+	}
+	key := classKey{model: model, mode: mode, occ: string(pk.keyB)}
+	if s, ok := pk.spdIdx[key]; ok {
+		return s
+	}
+	s := int32(len(pk.spds))
+	pk.spdIdx[key] = s
+	sp := spdClass{members: sks, fac: make([]float64, len(sks))}
+	sp.base = pk.factors(model, mode, sks, sp.fac)
+	pk.spds = append(pk.spds, sp)
+	return s
+}
+
+// factors evaluates the speed function on a group of speed kinds into out and
+// returns the sum.
+func (pk *Packer) factors(model string, mode sim.SharingMode, sks []int32, out []float64) float64 {
+	if len(sks) == 0 {
+		return 0
+	}
+	pk.ws, pk.solo, pk.milli = pk.ws[:0], pk.solo[:0], pk.milli[:0]
+	for _, k := range sks {
+		key := pk.skKeys()[k]
+		pk.ws = append(pk.ws, key.w)
+		pk.solo = append(pk.solo, key.u)
+		pk.milli = append(pk.milli, key.milli)
+	}
+	pk.p.Speeds.Factors(model, mode, pk.ws, pk.solo, pk.milli, out)
+	sum := 0.0
+	for _, f := range out {
+		sum += f
+	}
+	return sum
+}
+
+// skKeys lists the speed kinds' keys by ID.
+func (pk *Packer) skKeys() []skKey {
+	if len(pk.skList) != len(pk.skIdx) {
+		pk.skList = pk.skList[:0]
+		for range pk.skIdx {
+			pk.skList = append(pk.skList, skKey{})
+		}
+		for key, id := range pk.skIdx {
+			pk.skList[id] = key
+		}
+	}
+	return pk.skList
+}
+
+// gainAdd is the throughput gain of one job of kind k joining a GPU of class
+// c, or -Inf when a member of the GPU would fall below its QoS bound; the
+// speed function is called once per (speed class, speed kind).
+func (pk *Packer) gainAdd(c, k int32) float64 {
+	cl := &pk.classes[c]
+	sp := &pk.spds[cl.spd]
+	sk := pk.kinds[k].sk
+	for int(sk) >= len(sp.addSum) {
+		sp.addSum = append(sp.addSum, math.NaN())
+		sp.addFac = append(sp.addFac, nil)
+		sp.addMemb = append(sp.addMemb, nil)
+	}
+	if math.IsNaN(sp.addSum[sk]) {
+		m := make([]int32, 0, len(sp.members)+1)
+		m = append(append(m, sp.members...), sk)
+		sortKinds(m)
+		f := make([]float64, len(m))
+		sp.addSum[sk] = pk.factors(cl.key.model, cl.key.mode, m, f)
+		sp.addFac[sk], sp.addMemb[sk] = f, m
+	}
+	m, f := sp.addMemb[sk], sp.addFac[sk]
+	if factorOf(m, f, sk) < pk.kinds[k].key.bound-eps {
+		return math.Inf(-1)
+	}
+	for _, o := range cl.occ {
+		if factorOf(m, f, pk.kinds[o].sk) < pk.kinds[o].key.bound-eps {
+			return math.Inf(-1)
+		}
+	}
+	return sp.addSum[sk] - cl.base
 }
 
 // eval returns the sum of the speed factors of class c's occupants plus the
