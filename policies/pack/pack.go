@@ -179,11 +179,11 @@ type Packer struct {
 	spds   []spdClass
 
 	// scratch for group evaluation
-	ws    []int32
-	solo  []float64
-	milli []sim.MilliGPU
-	out   []float64
-	bnd   []float64
+	ws     []int32
+	solo   []float64
+	milli  []sim.MilliGPU
+	out    []float64
+	bnd    []float64
 	occ    []int32
 	keyB   []byte
 	skList []skKey
