@@ -96,18 +96,21 @@ func (j *Job) bound() float64 {
 	return b
 }
 
-// GPU is a time-slicing or MPS GPU that may take jobs.
+// GPU is a time-slicing or MPS GPU that may take jobs, or a free
+// exclusive-mode GPU (one job, alone at factor 1; no memory check).
 type GPU struct {
 	// ID is the caller's identifier; ties between equally good GPUs go to the
 	// lower index in Problem.GPUs.
 	ID int
 	// Model is the GPU model (for Speeds and Job.Models).
 	Model string
-	// Mode is sim.ShareTimeSlice or sim.ShareMPS.
+	// Mode is sim.ShareTimeSlice, sim.ShareMPS or sim.ShareExclusive (a free
+	// GPU that takes one job).
 	Mode sim.SharingMode
 	// MemMiB is its memory (0 = not checked).
 	MemMiB int64
-	// MaxClients is the most jobs it holds (0 = sim.DefaultSharingClients).
+	// MaxClients is the most jobs it holds (0 = sim.DefaultSharingClients; 1
+	// in exclusive mode).
 	MaxClients int
 	// Occupants are the jobs already on it.
 	Occupants []Job
@@ -261,8 +264,15 @@ func (pk *Packer) Solve(p *Problem, res *Result) error {
 		return fmt.Errorf("pack: Problem.Speeds is nil")
 	}
 	for i := range p.GPUs {
-		if m := p.GPUs[i].Mode; m != sim.ShareTimeSlice && m != sim.ShareMPS {
-			return fmt.Errorf("pack: GPU %d: mode %s (want timeslice or mps)", p.GPUs[i].ID, m)
+		g := &p.GPUs[i]
+		switch g.Mode {
+		case sim.ShareTimeSlice, sim.ShareMPS:
+		case sim.ShareExclusive:
+			if len(g.Occupants) > 0 {
+				return fmt.Errorf("pack: GPU %d: an exclusive-mode GPU with occupants", g.ID)
+			}
+		default:
+			return fmt.Errorf("pack: GPU %d: mode %s (want timeslice, mps or exclusive)", g.ID, g.Mode)
 		}
 	}
 	for i := range p.Jobs {
@@ -301,6 +311,7 @@ func (pk *Packer) setup(p *Problem) {
 	clear(pk.classIdx)
 	clear(pk.skIdx)
 	clear(pk.spdIdx)
+	pk.skList = pk.skList[:0]
 	pk.spds = pk.spds[:0]
 	pk.kinds = pk.kinds[:0]
 	pk.classes = pk.classes[:0]
@@ -325,6 +336,9 @@ func (pk *Packer) setup(p *Problem) {
 }
 
 func clientsOf(g *GPU) int {
+	if g.Mode == sim.ShareExclusive {
+		return 1
+	}
 	if g.MaxClients > 0 {
 		return g.MaxClients
 	}
@@ -353,8 +367,9 @@ func (pk *Packer) kindOf(j *Job, occupant bool) int32 {
 	k := int32(len(pk.kinds))
 	sk, ok := pk.skIdx[skKey{j.Workload, j.SMUtil, j.Milli}]
 	if !ok {
-		sk = int32(len(pk.skIdx))
+		sk = int32(len(pk.skList))
 		pk.skIdx[skKey{j.Workload, j.SMUtil, j.Milli}] = sk
+		pk.skList = append(pk.skList, skKey{j.Workload, j.SMUtil, j.Milli})
 	}
 	pk.kinds = append(pk.kinds, kind{key: key, job: j, sk: sk})
 	pk.kindIdx[key] = k
@@ -445,7 +460,7 @@ func (pk *Packer) factors(model string, mode sim.SharingMode, sks []int32, out [
 	}
 	pk.ws, pk.solo, pk.milli = pk.ws[:0], pk.solo[:0], pk.milli[:0]
 	for _, k := range sks {
-		key := pk.skKeys()[k]
+		key := pk.skList[k]
 		pk.ws = append(pk.ws, key.w)
 		pk.solo = append(pk.solo, key.u)
 		pk.milli = append(pk.milli, key.milli)
@@ -456,20 +471,6 @@ func (pk *Packer) factors(model string, mode sim.SharingMode, sks []int32, out [
 		sum += f
 	}
 	return sum
-}
-
-// skKeys lists the speed kinds' keys by ID.
-func (pk *Packer) skKeys() []skKey {
-	if len(pk.skList) != len(pk.skIdx) {
-		pk.skList = pk.skList[:0]
-		for range pk.skIdx {
-			pk.skList = append(pk.skList, skKey{})
-		}
-		for key, id := range pk.skIdx {
-			pk.skList[id] = key
-		}
-	}
-	return pk.skList
 }
 
 // gainAdd is the throughput gain of one job of kind k joining a GPU of class
@@ -539,7 +540,7 @@ func (pk *Packer) eval(c int32, add []int32) (sum float64, ok bool) {
 func (pk *Packer) eligible(k, c int32) bool {
 	kd := &pk.kinds[k]
 	cl := &pk.classes[c]
-	if a := kd.key.accepts; a != sim.AcceptExclusive && !a.Accepts(cl.key.mode) {
+	if a := kd.key.accepts; a != sim.AcceptExclusive && cl.key.mode != sim.ShareExclusive && !a.Accepts(cl.key.mode) {
 		return false
 	}
 	if kd.key.models != "" {
@@ -600,7 +601,7 @@ func Verify(p *Problem, gpuOf []int) (objective float64, err error) {
 		}
 		for _, j := range added[gi] {
 			jb := &p.Jobs[j]
-			if a := jb.Accepts; a != sim.AcceptExclusive && !a.Accepts(g.Mode) {
+			if a := jb.Accepts; a != sim.AcceptExclusive && g.Mode != sim.ShareExclusive && !a.Accepts(g.Mode) {
 				return 0, fmt.Errorf("job %d: does not accept mode %s of GPU %d", j, g.Mode, gi)
 			}
 			if len(jb.Models) > 0 {

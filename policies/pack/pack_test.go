@@ -71,8 +71,13 @@ func randomProblem(r *rand.Rand, maxGPUs, maxJobs int, mode Mode) *Problem {
 	p := &Problem{Speeds: &sim.SharingConfig{Interference: in}, Mode: mode}
 	for g := range 1 + r.IntN(maxGPUs) {
 		gp := GPU{ID: g, Model: models[r.IntN(2)], Mode: sim.ShareTimeSlice, MemMiB: int64(40000 * (1 + r.IntN(2))), MaxClients: 2 + r.IntN(3)}
-		if r.IntN(3) == 0 {
+		switch r.IntN(6) {
+		case 0, 1:
 			gp.Mode = sim.ShareMPS
+		case 2:
+			gp.Mode, gp.MemMiB = sim.ShareExclusive, 0
+			p.GPUs = append(p.GPUs, gp)
+			continue
 		}
 		for o := range r.IntN(3) {
 			if o < gp.MaxClients-1 {
@@ -158,10 +163,12 @@ type tb interface {
 	Fatalf(format string, args ...any)
 }
 
+// testPacker is reused across instances, as a placement reuses its Packer.
+var testPacker Packer
+
 func solve(t tb, p *Problem) *Result {
-	var pk Packer
 	var res Result
-	if err := pk.Solve(p, &res); err != nil {
+	if err := testPacker.Solve(p, &res); err != nil {
 		t.Fatal(err)
 	}
 	obj, err := Verify(p, res.GPUOf)
