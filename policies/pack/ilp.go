@@ -111,6 +111,7 @@ func (pk *Packer) solveILP(res *Result) {
 			rec(0)
 		}
 	}
+	cols = pk.dropDominated(cols)
 	res.Kinds, res.Classes, res.Columns = len(pend), nC, len(cols)
 	res.Objective = res.Baseline
 	if len(cols) == 0 {
@@ -218,4 +219,44 @@ func (pk *Packer) decode(cols []column, x []float64, res *Result) bool {
 		}
 	}
 	return true
+}
+
+// dropDominated removes the columns that another column of the same class
+// dominates: G minus one job has at least G's gain (a smaller group that is at
+// least as good uses fewer jobs, so replacing G by it in any solution keeps it
+// feasible and no worse; the optimum is unchanged). Chains of dominance end at a
+// kept column, so comparing with immediate sub-groups that are themselves
+// columns, kept or not, suffices.
+func (pk *Packer) dropDominated(cols []column) []column {
+	gain := make(map[string]float64, len(cols))
+	key := func(c int32, ks []int32, skip int) string {
+		b := make([]byte, 0, 4*(len(ks)+1))
+		b = append(b, byte(c), byte(c>>8), byte(c>>16), byte(c>>24))
+		for i, k := range ks {
+			if i != skip {
+				b = append(b, byte(k), byte(k>>8), byte(k>>16), byte(k>>24))
+			}
+		}
+		return string(b)
+	}
+	for _, col := range cols {
+		gain[key(col.class, col.kinds, -1)] = col.gain
+	}
+	kept := cols[:0]
+	for _, col := range cols {
+		dominated := false
+		for i := range col.kinds {
+			if i > 0 && col.kinds[i] == col.kinds[i-1] {
+				continue
+			}
+			if g, ok := gain[key(col.class, col.kinds, i)]; ok && g >= col.gain {
+				dominated = true
+				break
+			}
+		}
+		if !dominated {
+			kept = append(kept, col)
+		}
+	}
+	return kept
 }
