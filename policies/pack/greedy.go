@@ -20,12 +20,14 @@ func (pk *Packer) greedy(res *Result) {
 	for j := range pk.p.Jobs {
 		res.GPUOf[j] = -1
 	}
-	// active lists the classes that have GPUs; gk[k][c] memoises gainOf.
-	pk.active = pk.active[:0]
+	// active lists the classes that have GPUs, first[c] their lowest GPU;
+	// gk[k][c] memoises gainOf.
+	pk.active, pk.first = pk.active[:0], pk.first[:0]
 	for c := range pk.classes {
 		if len(pk.classes[c].gpus) > 0 {
 			pk.active = append(pk.active, int32(c))
 		}
+		pk.first = append(pk.first, firstOf(pk.classes[c].gpus))
 	}
 	for len(pk.gk) < len(pk.kinds) {
 		pk.gk = append(pk.gk, nil)
@@ -36,23 +38,22 @@ func (pk *Packer) greedy(res *Result) {
 	for j := range pk.p.Jobs {
 		k := pk.jobKind[j]
 		best, bestGPU, bestGain := int32(-1), 0, 0.0
+		gk := pk.gk[k]
+		for len(gk) < len(pk.classes) {
+			gk = append(gk, math.NaN())
+		}
+		pk.gk[k] = gk
 		for _, c := range pk.active {
-			gk := pk.gk[k]
-			for int(c) >= len(gk) {
-				gk = append(gk, math.NaN())
-			}
-			pk.gk[k] = gk
 			g := gk[c]
-			if math.IsNaN(g) {
+			if g != g { // NaN: not computed yet
 				g = pk.gainOf(c, k)
 				gk[c] = g
 			}
 			if !(g > eps) {
 				continue
 			}
-			first := pk.classes[c].gpus[0]
-			if best < 0 || g > bestGain+eps || g >= bestGain-eps && first < bestGPU {
-				best, bestGPU, bestGain = c, first, g
+			if best < 0 || g > bestGain+eps || g >= bestGain-eps && pk.first[c] < bestGPU {
+				best, bestGPU, bestGain = c, pk.first[c], g
 			}
 		}
 		if best < 0 {
@@ -86,13 +87,25 @@ func (pk *Packer) move(c, k int32) {
 		pk.active[i] = pk.active[len(pk.active)-1]
 		pk.active = pk.active[:len(pk.active)-1]
 	}
+	pk.first[c] = firstOf(pk.classes[c].gpus)
 	n := pk.next(c, k)
+	for len(pk.first) < len(pk.classes) {
+		pk.first = append(pk.first, -1)
+	}
 	l := pk.classes[n].gpus
 	if len(l) == 0 {
 		pk.active = append(pk.active, n)
 	}
 	i, _ := slices.BinarySearch(l, gi)
 	pk.classes[n].gpus = slices.Insert(l, i, gi)
+	pk.first[n] = pk.classes[n].gpus[0]
+}
+
+func firstOf(gpus []int) int {
+	if len(gpus) == 0 {
+		return -1
+	}
+	return gpus[0]
 }
 
 // next is the class of a GPU of class c after a job of kind k joins it.

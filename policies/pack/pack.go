@@ -191,6 +191,7 @@ type Packer struct {
 	keyB   []byte
 	skList []skKey
 	active []int32
+	first  []int
 	gk     [][]float64
 }
 
