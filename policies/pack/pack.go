@@ -252,7 +252,6 @@ type class struct {
 	memUsed int64
 	base    float64 // sum of the occupants' factors now
 	spd     int32   // speed class
-	ok      bool    // the occupants alone meet their QoS
 	gpus    []int   // GPU indexes in this class, ascending
 	next    []int32 // class after adding one job of kind k (-1 unknown), grown on demand
 }
@@ -276,9 +275,25 @@ func (pk *Packer) Solve(p *Problem, res *Result) error {
 			return fmt.Errorf("pack: GPU %d: mode %s (want timeslice, mps or exclusive)", g.ID, g.Mode)
 		}
 	}
+	check := func(j *Job) error {
+		if s := j.MaxSlowdown; s != 0 && !(s >= 1) || math.IsInf(s, 0) {
+			return fmt.Errorf("pack: job %d: max slowdown %v (want 0 or a finite number >= 1)", j.ID, s)
+		}
+		if m := j.MinSpeed; !(m >= 0) || math.IsInf(m, 0) {
+			return fmt.Errorf("pack: job %d: min speed %v (want a finite number >= 0)", j.ID, m)
+		}
+		return nil
+	}
 	for i := range p.Jobs {
-		if s := p.Jobs[i].MaxSlowdown; s != 0 && !(s >= 1) || math.IsNaN(p.Jobs[i].MinSpeed) {
-			return fmt.Errorf("pack: job %d: max slowdown %v (want 0 or >= 1)", p.Jobs[i].ID, s)
+		if err := check(&p.Jobs[i]); err != nil {
+			return err
+		}
+	}
+	for i := range p.GPUs {
+		for o := range p.GPUs[i].Occupants {
+			if err := check(&p.GPUs[i].Occupants[o]); err != nil {
+				return err
+			}
 		}
 	}
 	pk.setup(p)
@@ -414,12 +429,7 @@ func (pk *Packer) classOf(model string, mode sim.SharingMode, mem int64, clients
 	sortKinds(sks)
 	cl.spd = pk.spdClassOf(model, mode, sks)
 	sp := &pk.spds[cl.spd]
-	cl.base, cl.ok = sp.base, true
-	for _, k := range occ {
-		if factorOf(sp.members, sp.fac, pk.kinds[k].sk) < pk.kinds[k].key.bound-eps {
-			cl.ok = false
-		}
-	}
+	cl.base = sp.base
 	pk.classes = append(pk.classes, cl)
 	pk.classIdx[key] = c
 	return c
