@@ -5,7 +5,7 @@ PKGS     ?= ./...
 # Packages whose tests the CI runs (everything; fuzz seeds run as unit tests).
 TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all build test vet staticcheck unit race bench bench-full demo fuzz clean help fmt
+.PHONY: all build test vet staticcheck unit unit-lpsolve race bench bench-full demo fuzz clean help fmt
 
 all: build
 
@@ -28,7 +28,22 @@ staticcheck: ## staticcheck (pinned in go.mod as a tool)
 unit: ## go test (unit, property, fuzz-seed, CLI testscript tests)
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
-test: vet staticcheck unit ## vet + staticcheck + go test: what CI runs
+# The packer's ILP (policies/pack) links lp_solve through cgo under build tag
+# lpsolve (scripts/ensure-lpsolve.sh installs it). Its packages are tested again
+# with the tag when the library and cgo are there, and skipped otherwise.
+LPSOLVE_PKGS ?= ./policies/pack/ ./policies/placement/
+HAVE_LPSOLVE := $(shell test -f /usr/include/lpsolve/lp_lib.h && test -f /usr/lib/lp_solve/liblpsolve55.so && [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v gcc >/dev/null && echo 1)
+
+unit-lpsolve: ## go test, vet and staticcheck of the packer with -tags lpsolve (skipped without lp_solve)
+ifeq ($(HAVE_LPSOLVE),1)
+	$(GO) vet -tags lpsolve $(LPSOLVE_PKGS)
+	$(GO) tool staticcheck -tags lpsolve $(LPSOLVE_PKGS)
+	$(GO) test $(TESTFLAGS) -tags lpsolve $(LPSOLVE_PKGS)
+else
+	@echo "unit-lpsolve: lp_solve (scripts/ensure-lpsolve.sh) or cgo missing: skipping the -tags lpsolve tests"
+endif
+
+test: vet staticcheck unit unit-lpsolve ## vet + staticcheck + go test (+ the lpsolve-tagged packer tests): what CI runs
 
 race: ## tests under the race detector (slower)
 	$(GO) test -race -count=1 -short $(PKGS)

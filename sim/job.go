@@ -335,3 +335,12 @@ func (j *Job) Speed() float64 {
 	}
 	return j.speed
 }
+
+// WorkloadID is the job's workload as interned by the run's
+// SharingConfig.Interference (-1 when unknown, or in runs without sharing).
+func (j *Job) WorkloadID() int32 {
+	if j.sh == nil {
+		return -1
+	}
+	return j.sh.wl
+}

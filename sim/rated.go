@@ -21,6 +21,7 @@ func (e *Engine) initShare() error {
 		loss:    make([]float64, g),
 		ws:      make([]int32, clients),
 		solo:    make([]float64, clients),
+		milli:   make([]MilliGPU, clients),
 		out:     make([]float64, clients),
 	}
 	if c.mig == nil && c.gpuMode != nil && slices.Contains(c.gpuMode, ShareMIG) {

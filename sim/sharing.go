@@ -131,6 +131,48 @@ type SharingConfig struct {
 	SwitchOverhead float64
 }
 
+// Factors writes into out[i] the speed factor the engine gives the i-th of
+// len(out) jobs co-located on one time-slicing or MPS GPU of model gpuModel: 1
+// for a job alone; otherwise the Interference's factors, or without one an
+// even split (1/k, minus SwitchOverhead in time slicing). Each factor is then
+// raised to at least 0.001 and, in MPS, capped by the job's active-thread
+// percentage (milli[i] / 1000 when below 1000). ws, solo and milli are the jobs'
+// workload IDs (-1 = unknown), solo SM utilisations (0 = unknown) and gpu_milli.
+// It reports whether the Interference answered from a measurement (true for a
+// job alone). The engine uses exactly this function at every co-location change,
+// so a policy that predicts speeds with it (package policies/pack) agrees with
+// the engine. It does not allocate unless the Interference does.
+func (sc *SharingConfig) Factors(gpuModel string, mode SharingMode, ws []int32, solo []float64, milli []MilliGPU, out []float64) (measured bool) {
+	k := len(out)
+	switch {
+	case k == 0:
+		return true
+	case k == 1:
+		out[0] = 1
+		measured = true
+	case sc.Interference != nil:
+		measured = sc.Interference.Factors(gpuModel, mode, ws[:k], solo[:k], out)
+	default:
+		f := 1 / float64(k)
+		if mode == ShareTimeSlice {
+			f *= 1 - sc.SwitchOverhead
+		}
+		for i := range out {
+			out[i] = f
+		}
+	}
+	for i, f := range out {
+		if !(f >= minFactor) { // also NaN
+			f = minFactor
+		}
+		if mode == ShareMPS && milli[i] < WholeGPU {
+			f = min(f, float64(milli[i])/float64(WholeGPU))
+		}
+		out[i] = f
+	}
+	return measured
+}
+
 // DefaultSharingClients is the most jobs a shared GPU holds when the node does not
 // say (NodeSpec.SharingClients).
 const DefaultSharingClients = 4
@@ -167,6 +209,7 @@ type shareState struct {
 	loss    []float64  // interference-loss rate per GPU (see setLoss)
 	ws      []int32    // scratch for Interference.Factors
 	solo    []float64
+	milli   []MilliGPU
 	out     []float64
 	stats   SharingStats
 	busy    [NumSharingModes]int32 // busy GPUs per mode
@@ -359,28 +402,21 @@ func (e *Engine) reshare(g GPUID) {
 		for i, r := range list {
 			out[i] = e.migSpeed(&e.jobs[r]) // isolated instances: no interference
 		}
-	case k == 1:
-		out[0] = 1
-	case e.cfg.Sharing.Interference != nil:
-		ws, solo := sh.ws[:k], sh.solo[:k]
+	default:
+		ws, solo, milli := sh.ws[:k], sh.solo[:k], sh.milli[:k]
 		for i, r := range list {
 			ws[i] = e.jobs[r].sh.wl
 			solo[i] = e.jobs[r].Spec.SMUtil
+			milli[i] = e.jobs[r].Spec.GPUMilli
 		}
-		if e.cfg.Sharing.Interference.Factors(c.models[c.nodeMdl[c.gpuNode[g]]], mode, ws, solo, out) {
+		measured := e.cfg.Sharing.Factors(c.models[c.nodeMdl[c.gpuNode[g]]], mode, ws, solo, milli, out)
+		switch {
+		case k == 1:
+		case measured:
 			sh.stats.Measured++
-		} else {
+		default:
 			sh.stats.Fallback++
 		}
-	default:
-		f := 1 / float64(k)
-		if mode == ShareTimeSlice {
-			f *= 1 - e.cfg.Sharing.SwitchOverhead
-		}
-		for i := range out {
-			out[i] = f
-		}
-		sh.stats.Fallback++
 	}
 	sum := 0.0
 	for i, r := range list {

@@ -182,3 +182,8 @@ func (v *View) Seed() uint64 { return v.e.cfg.Seed }
 // restart before it makes progress (Config.CheckpointRestore): round-based
 // policies plan their rounds with it.
 func (v *View) RestoreCost() Duration { return v.e.cfg.CheckpointRestore }
+
+// Sharing returns the run's device-level sharing model (Config.Sharing; nil
+// without sharing). Its Factors method gives the co-location speed factors the
+// engine will apply, so a placement can predict them.
+func (v *View) Sharing() *SharingConfig { return v.e.cfg.Sharing }

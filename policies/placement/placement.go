@@ -76,8 +76,8 @@ func (p *Placement) reset() {
 }
 
 // Names lists the built-in placements (docs/topology.md describes the
-// topology-aware ones and their arguments).
-var Names = []string{"first-fit", "best-fit", "spread", "topology-best-fit", "tas", "hived", "binpack", "fgd"}
+// topology-aware ones and their arguments, docs/packer.md "pack").
+var Names = []string{"first-fit", "best-fit", "spread", "topology-best-fit", "tas", "hived", "binpack", "fgd", "pack"}
 
 // New returns a built-in placement by name. A placement with arguments is
 // written "NAME:key=value,key=value" (e.g. "tas:required=leaf",
@@ -103,6 +103,9 @@ func New(name string) (Placer, error) {
 		}
 		if p, err = f(args); err != nil {
 			return nil, fmt.Errorf("placement %q: %w", name, err)
+		}
+		if _, ok := p.(*packPlacer); ok {
+			return p, nil // decides co-location itself
 		}
 		return &coLocating{Placer: p, shared: bucketPlacer{mode: bestFit}}, nil
 	}

@@ -21,6 +21,7 @@ var topologyPlacers = map[string]func(a *placerArgs) (Placer, error){
 	"hived":   newHived,
 	"binpack": newBinpack,
 	"fgd":     newFGD,
+	"pack":    newPack,
 }
 
 // placerArgs are a placement's "key=value" arguments, each usable once.
