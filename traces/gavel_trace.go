@@ -3,7 +3,6 @@ package traces
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -37,29 +36,11 @@ func openGavelTrace(path string, opts ReadOptions) (JobReader, error) {
 	if opts.Throughputs == nil {
 		return nil, fmt.Errorf("%s: the gavel format gives work in steps and needs a throughput table to turn it into time: add throughputs: to the scenario", path)
 	}
-	f, err := os.Open(path)
+	r, err := openHeaderlessTSV(path, FormatGavel, opts, "job_type", "command", "working_directory", "num_steps_arg", "needs_data_dir", "total_steps", "scale_factor", "priority_weight", "SLO", "arrival_time")
 	if err != nil {
 		return nil, err
 	}
-	names := []string{"job_type", "command", "working_directory", "num_steps_arg", "needs_data_dir", "total_steps", "scale_factor", "priority_weight", "SLO", "arrival_time"}
-	in, err := newCSVIn(path, f, '\t', false)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	in.f = f
-	in.r.lazy = true
-	in.header = names
-	in.cols = map[string]int{}
-	for i, n := range names {
-		in.cols[n] = i
-	}
-	in.lenient = true
 	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	r := &csvJobReader{in: in, rep: newReport(path, FormatGavel), opts: opts}
-	if !opts.AllowDuplicateIDs {
-		r.dups = newDupSet()
-	}
 	tt, ref := opts.Throughputs, opts.ThroughputRef
 	r.parse = func(in *csvIn, line int) (sim.JobSpec, error) {
 		typ := strings.TrimSpace(in.get(0))

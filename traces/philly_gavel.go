@@ -131,29 +131,11 @@ func phillyJob(vc string, seq int64, arrival float64, gpus int64, dur float64) s
 // fields job_type, command, num_steps_arg, needs_data_dir, total_steps,
 // arrival_time, scale_factor. The VC is the file name without extension.
 func openGavelRaw(path string, opts ReadOptions) (JobReader, error) {
-	f, err := os.Open(path)
+	r, err := openHeaderlessTSV(path, FormatPhillyGavel, opts, "job_type", "command", "num_steps_arg", "needs_data_dir", "total_steps", "arrival_time", "scale_factor")
 	if err != nil {
 		return nil, err
 	}
-	names := []string{"job_type", "command", "num_steps_arg", "needs_data_dir", "total_steps", "arrival_time", "scale_factor"}
-	in, err := newCSVIn(path, f, '\t', false)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	in.f = f
-	in.r.lazy = true
-	in.header = names
-	in.cols = map[string]int{}
-	for i, n := range names {
-		in.cols[n] = i
-	}
-	in.lenient = true
 	vc := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	r := &csvJobReader{in: in, rep: newReport(path, FormatPhillyGavel), opts: opts}
-	if !opts.AllowDuplicateIDs {
-		r.dups = newDupSet()
-	}
 	r.parse = func(in *csvIn, line int) (sim.JobSpec, error) {
 		seq := int64(line - 1) // job_seq is the 0-based line number
 		typ := in.get(0)
@@ -178,6 +160,34 @@ func openGavelRaw(path string, opts ReadOptions) (JobReader, error) {
 			return sim.JobSpec{}, skipf("total_steps", "duration out of range", "%d steps", steps)
 		}
 		return phillyJob(vc, seq, arr, n, d), nil
+	}
+	return r, nil
+}
+
+// openHeaderlessTSV opens a tab-separated file without a header row (Gavel's
+// .trace files) as a lenient CSV job reader whose columns are names, in order;
+// the caller sets its parse function.
+func openHeaderlessTSV(path, format string, opts ReadOptions, names ...string) (*csvJobReader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	in, err := newCSVIn(path, f, '\t', false)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	in.f = f
+	in.r.lazy = true
+	in.header = names
+	in.cols = map[string]int{}
+	for i, n := range names {
+		in.cols[n] = i
+	}
+	in.lenient = true
+	r := &csvJobReader{in: in, rep: newReport(path, format), opts: opts}
+	if !opts.AllowDuplicateIDs {
+		r.dups = newDupSet()
 	}
 	return r, nil
 }
