@@ -12,12 +12,14 @@ import (
 func TestSortFloats(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	gens := map[string]func() float64{
-		"uniform":  func() float64 { return rng.Float64()*2e6 - 1e6 },
-		"zeros":    func() float64 { return []float64{0, math.Copysign(0, -1), 1, -1}[rng.IntN(4)] },
-		"skewed":   func() float64 { return math.Exp(rng.NormFloat64() * 5) },
-		"specials": func() float64 { return []float64{math.Inf(1), math.Inf(-1), math.MaxFloat64, -math.SmallestNonzeroFloat64, 3}[rng.IntN(5)] },
-		"nan":      func() float64 { return []float64{math.NaN(), 1, -2}[rng.IntN(3)] },
-		"const":    func() float64 { return 42 },
+		"uniform": func() float64 { return rng.Float64()*2e6 - 1e6 },
+		"zeros":   func() float64 { return []float64{0, math.Copysign(0, -1), 1, -1}[rng.IntN(4)] },
+		"skewed":  func() float64 { return math.Exp(rng.NormFloat64() * 5) },
+		"specials": func() float64 {
+			return []float64{math.Inf(1), math.Inf(-1), math.MaxFloat64, -math.SmallestNonzeroFloat64, 3}[rng.IntN(5)]
+		},
+		"nan":   func() float64 { return []float64{math.NaN(), 1, -2}[rng.IntN(3)] },
+		"const": func() float64 { return 42 },
 	}
 	for name, gen := range gens {
 		for _, n := range []int{0, 1, 100, radixMin, radixMin*3 + 7} {
