@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/gpusim/gpusim/internal/hugepage"
 )
 
 // SpeedModel gives the speed factor of a job on its current placement (1 = the
@@ -207,6 +209,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		return strings.Compare(string(sa.ID), string(sb.ID))
 	})
 	e.jobs = make([]Job, len(specs))
+	hugepage.Advise(e.jobs)
 	e.pend = newBitset2(len(specs))
 	e.runIdx = make([]int32, len(specs))
 	e.resAt = make([]Time, len(specs))
