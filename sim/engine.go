@@ -231,6 +231,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		// Submit, start and end per job, plus a margin for waits and preemptions:
 		// growing a log of millions of events near its end would copy it whole.
 		e.log = make([]Event, 0, 3*len(specs)+len(specs)/32+64)
+		hugepage.Advise(e.log)
 	}
 	// The specs now live in e.jobs; not keeping cfg.Jobs lets the caller's slice
 	// be collected while the run goes on (scenarios.Run drops it once every
