@@ -403,7 +403,7 @@ func ComputeStats(xs []float64) Stats {
 	if len(xs) == 0 {
 		return Stats{}
 	}
-	slices.Sort(xs)
+	sortFloats(xs)
 	return Stats{
 		Mean: round(mean(xs)),
 		P50:  round(Percentile(xs, 50)),

@@ -7,8 +7,12 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+
+	"github.com/gpusim/gpusim/internal/hugepage"
 )
 
 // SpeedModel gives the speed factor of a job on its current placement (1 = the
@@ -205,36 +209,13 @@ func NewEngine(cfg Config) (*Engine, error) {
 		return strings.Compare(string(sa.ID), string(sb.ID))
 	})
 	e.jobs = make([]Job, len(specs))
+	hugepage.Advise(e.jobs)
 	e.pend = newBitset2(len(specs))
 	e.runIdx = make([]int32, len(specs))
 	e.resAt = make([]Time, len(specs))
 	e.waitWhy = make([]Reason, len(specs))
-	for i, si := range specs {
-		// Fields are set in place: e.jobs is zeroed, and building a Job value to
-		// copy in would move its 400-odd bytes twice per job.
-		j := &e.jobs[i]
-		j.Spec = cfg.Jobs[si]
-		s := &j.Spec
-		if err := s.Validate(); err != nil {
-			return nil, fmt.Errorf("job %q: %w", s.ID, err)
-		}
-		if i > 0 && e.jobs[i-1].Spec.ID == s.ID {
-			return nil, fmt.Errorf("duplicate job id %q", s.ID)
-		}
-		if s.Class == "" {
-			s.Class = ClassUnknown
-		}
-		est := s.Walltime
-		if cfg.Oracle || est == 0 {
-			est = s.Duration
-		}
-		if est < 1 {
-			est = 1
-		}
-		j.Ref, j.State, j.Estimate = JobRef(i), StatePending, est
-		j.FirstStart, j.LastStart, j.End, j.lastPreempt = Never, Never, Never, Never
-		e.runIdx[i] = -1
-		e.resAt[i] = Never
+	if err := e.initJobs(cfg.Jobs, specs); err != nil {
+		return nil, err
 	}
 	if cfg.Sharing != nil {
 		if err := e.initShare(); err != nil {
@@ -250,12 +231,78 @@ func NewEngine(cfg Config) (*Engine, error) {
 		// Submit, start and end per job, plus a margin for waits and preemptions:
 		// growing a log of millions of events near its end would copy it whole.
 		e.log = make([]Event, 0, 3*len(specs)+len(specs)/32+64)
+		hugepage.Advise(e.log)
 	}
 	// The specs now live in e.jobs; not keeping cfg.Jobs lets the caller's slice
 	// be collected while the run goes on (scenarios.Run drops it once every
 	// policy's engine is built).
 	e.cfg.Jobs = nil
 	return e, nil
+}
+
+// initJobs fills e.jobs (zeroed) from jobs[specs[i]], in parallel for large
+// workloads: copying a million specs is memory-bound and the other cores are
+// idle while the engine is built. The error is the one of the lowest job
+// index, as a loop in order would return.
+func (e *Engine) initJobs(jobs []JobSpec, specs []int) error {
+	n := len(specs)
+	workers := 1
+	if n >= 1<<16 {
+		workers = min(runtime.GOMAXPROCS(0), 4)
+	}
+	per := (n + workers - 1) / max(workers, 1)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*per, min((w+1)*per, n)
+		if lo >= hi {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = e.initJobRange(jobs, specs, lo, hi)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// initJobRange initialises e.jobs[lo:hi] and returns the first error.
+func (e *Engine) initJobRange(jobs []JobSpec, specs []int, lo, hi int) error {
+	for i := lo; i < hi; i++ {
+		// Fields are set in place: e.jobs is zeroed, and building a Job value to
+		// copy in would move its 400-odd bytes twice per job.
+		j := &e.jobs[i]
+		j.Spec = jobs[specs[i]]
+		s := &j.Spec
+		if err := s.Validate(); err != nil {
+			return fmt.Errorf("job %q: %w", s.ID, err)
+		}
+		if i > 0 && jobs[specs[i-1]].ID == s.ID {
+			return fmt.Errorf("duplicate job id %q", s.ID)
+		}
+		if s.Class == "" {
+			s.Class = ClassUnknown
+		}
+		est := s.Walltime
+		if e.cfg.Oracle || est == 0 {
+			est = s.Duration
+		}
+		if est < 1 {
+			est = 1
+		}
+		j.Ref, j.State, j.Estimate = JobRef(i), StatePending, est
+		j.FirstStart, j.LastStart, j.End, j.lastPreempt = Never, Never, Never, Never
+		e.runIdx[i] = -1
+		e.resAt[i] = Never
+	}
+	return nil
 }
 
 // View returns the engine's view (for tests and harnesses).

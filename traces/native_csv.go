@@ -195,8 +195,14 @@ func (r *nativeCSVReader) Report() *ImportReport { return r.rep }
 // Close stops the pipeline, waits for its goroutines and closes the file.
 // rowsHint implements rowsHinter: the file's line count (an upper bound of its
 // rows, read through a second descriptor; ~30 ms per 100 MB from the page
-// cache, which the parse then hits), 0 on any error.
+// cache, which the parse then hits), 0 on any error or when the file is not
+// a regular file.
 func (r *nativeCSVReader) rowsHint() int {
+	// A pipe or device is not opened again: that could block, or take rows
+	// from the parser.
+	if st, err := os.Stat(r.in.file); err != nil || !st.Mode().IsRegular() {
+		return 0
+	}
 	f, err := os.Open(r.in.file)
 	if err != nil {
 		return 0

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpusim/gpusim/internal/hugepage"
 	"github.com/gpusim/gpusim/sim"
 )
 
@@ -299,6 +300,7 @@ type jobChunks struct {
 func (c *jobChunks) reserve(n int) {
 	if n > 0 && c.n == 0 {
 		c.cur, c.reserved = make([]sim.JobSpec, 0, n), true
+		hugepage.Advise(c.cur)
 	}
 }
 

@@ -72,6 +72,10 @@ func TestNativeRowsHint(t *testing.T) {
 	if h := r.(rowsHinter).rowsHint(); h < 2 || h > 3 {
 		t.Errorf("rowsHint = %d, want 2 or 3", h)
 	}
+	r.(*stickyReader).JobReader.(*nativeCSVReader).in.file = dir // not a regular file
+	if h := r.(rowsHinter).rowsHint(); h != 0 {
+		t.Errorf("rowsHint of a directory = %d, want 0", h)
+	}
 }
 
 // SortJobs orders by (Submit, ID) and keeps equal keys in input order, whether
