@@ -16,7 +16,8 @@ func (m *migrator) Schedule(v *sim.View, p *sim.Plan) error {
 	c := v.Cluster()
 	if !m.moved && v.Now() == sim.Time(30*sim.Second) {
 		m.moved = true
-		for _, j := range v.Running() {
+		if r := v.Running(); len(r) > 0 {
+			j := r[0]
 			if err := p.AddMigrate(j.Ref, 5*sim.Second, "test"); err != nil {
 				return err
 			}
