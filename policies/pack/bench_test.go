@@ -57,6 +57,12 @@ func benchSolve(b *testing.B, p *Problem) {
 	}
 	if p.Mode == ILP {
 		b.ReportMetric(float64(res.Columns), "columns")
+		g := *p
+		g.Mode = Greedy
+		if err := pk.Solve(&g, &res); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(res.Objective-res.Baseline, "greedygain")
 	}
 }
 

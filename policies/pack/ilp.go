@@ -1,9 +1,14 @@
 package pack
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
+
+// maxColumns bounds the ILP's group variables; a larger enumeration counts as
+// hitting the budget (greedy decides).
+const maxColumns = 500_000
 
 // The ILP (docs/packer.md). Interchangeable GPUs form classes K (same model,
 // mode, memory, client limit and multiset of occupants) with n_K members, and
@@ -80,9 +85,15 @@ func (pk *Packer) solveILP(res *Result) {
 	var flat []int32
 	var add []int32
 	var cur int32
+	budget := p.Budget
+	if budget <= 0 {
+		budget = DefaultBudget
+	}
+	t0 := time.Now()
+	evals, over := 0, false
 	var rec func(from int)
 	rec = func(from int) {
-		for i := from; i < len(pend); i++ {
+		for i := from; i < len(pend) && !over; i++ {
 			k := pend[i]
 			cnt := 0
 			for _, a := range add {
@@ -94,6 +105,9 @@ func (pk *Packer) solveILP(res *Result) {
 				continue
 			}
 			add = append(add, k)
+			if evals++; evals&1023 == 0 && (time.Since(t0) > budget || len(cols) > maxColumns) {
+				over = true
+			}
 			if pk.fits(cur, add) {
 				if sum, ok := pk.eval(cur, add); ok && sum-pk.classes[cur].base > eps {
 					s := len(flat)
@@ -110,6 +124,12 @@ func (pk *Packer) solveILP(res *Result) {
 			cur = int32(c)
 			rec(0)
 		}
+	}
+	if over {
+		pk.greedy(res)
+		res.TimedOut = true
+		res.Warning = fmt.Sprintf("pack: ILP enumeration of groups hit its time budget of %v or %d columns; greedy decided", budget, maxColumns)
+		return
 	}
 	cols = pk.dropDominated(cols)
 	res.Kinds, res.Classes, res.Columns = len(pend), nC, len(cols)
@@ -149,9 +169,9 @@ func (pk *Packer) solveILP(res *Result) {
 		m.ub = append(m.ub, float64(ub))
 	}
 	m.colStart = append(m.colStart, int32(len(m.rowIdx)))
-	budget := p.Budget
+	budget -= time.Since(t0)
 	if budget <= 0 {
-		budget = DefaultBudget
+		budget = time.Microsecond
 	}
 	x := make([]float64, len(cols))
 	st, err := solveMIP(m, budget, x)

@@ -51,3 +51,19 @@ func TestILPBudgetReported(t *testing.T) {
 		t.Fatalf("timed-out ILP %.6f below greedy %.6f", res.Objective, g.Objective)
 	}
 }
+
+// TestILPBudgetCoversEnumeration: on the 1,024-GPU, 500-job instance the
+// enumeration of groups alone exceeds a 100 ms budget; the ILP stops there,
+// reports it and greedy decides.
+func TestILPBudgetCoversEnumeration(t *testing.T) {
+	p := benchProblem(1024, 500, ILP)
+	p.Budget = 100 * time.Millisecond
+	t0 := time.Now()
+	res := solve(t, p)
+	if el := time.Since(t0); el > 5*time.Second {
+		t.Errorf("took %v with a 100 ms budget", el)
+	}
+	if !res.TimedOut || res.Mode != Greedy || res.Warning == "" {
+		t.Fatalf("budget not reported: %+v", res)
+	}
+}

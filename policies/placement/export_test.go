@@ -12,3 +12,9 @@ func BinpackScore(p Placer, c *sim.Cluster, n sim.NodeID, s *sim.JobSpec) float6
 
 // Hostable exposes hostable to the external tests.
 var Hostable = hostable
+
+// PackDecisions exposes the pack placement's decision counters.
+func PackDecisions(p Placer) (decisions, timedOut, fallbacks int64) {
+	q := p.(*packPlacer)
+	return q.Decisions, q.TimedOut, q.Fallbacks
+}

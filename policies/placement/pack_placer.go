@@ -12,12 +12,14 @@ import (
 )
 
 // packPlacer is the interference-aware packer (package policies/pack,
-// docs/packer.md) as a placement: "pack:mode=greedy|ilp,maxSlowdown=2,budget=1s".
+// docs/packer.md) as a placement:
+// "pack:mode=greedy|ilp,maxSlowdown=2,budget=1s,window=32".
 //
 // On a cluster with shared-mode pools, a 1-GPU, 1-replica job that accepts time
 // slicing or MPS goes where the packer puts it. At each scheduling point (a new
 // virtual time, or a change of the number of pending plus running jobs) the
-// packer decides once for all such pending jobs, in the engine's pending order,
+// packer decides once for all such pending jobs (mode ilp: the first window of
+// them), in the engine's pending order,
 // over the time-slicing and MPS GPUs (free, or with room beside their sharers)
 // and the free exclusive-mode GPUs, with the engine's own speed factors
 // (sim.SharingConfig.Factors) and every job's maximum slowdown (maxSlowdown,
@@ -34,6 +36,7 @@ type packPlacer struct {
 	mode        pack.Mode
 	maxSlowdown float64
 	budget      time.Duration
+	window      int
 	best        bucketPlacer
 
 	v     *sim.View
@@ -54,7 +57,7 @@ type packPlacer struct {
 }
 
 func newPack(a *placerArgs) (Placer, error) {
-	p := &packPlacer{best: bucketPlacer{mode: bestFit}, maxSlowdown: 2, budget: pack.DefaultBudget}
+	p := &packPlacer{best: bucketPlacer{mode: bestFit}, maxSlowdown: 2, budget: pack.DefaultBudget, window: 32}
 	if v, ok := a.str("mode"); ok {
 		m, err := pack.ParseMode(v)
 		if err != nil {
@@ -75,6 +78,13 @@ func newPack(a *placerArgs) (Placer, error) {
 			return nil, fmt.Errorf("budget: must be a positive duration (e.g. 500ms), got %q", v)
 		}
 		p.budget = d
+	}
+	if v, ok := a.str("window"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("window: must be a whole number >= 1, got %q", v)
+		}
+		p.window = n
 	}
 	if err := a.done(); err != nil {
 		return nil, err
@@ -151,11 +161,14 @@ func (p *packPlacer) refresh(c *sim.Cluster) {
 	clear(p.plan)
 	p.build(c, nil)
 	for j := range p.v.Pending() {
+		if p.mode == pack.ILP && len(p.prob.Jobs) == p.window {
+			break // later jobs are decided one by one at their turn
+		}
 		if packs(c, &j.Spec) {
 			p.prob.Jobs = append(p.prob.Jobs, p.job(j))
 		}
 	}
-	p.solve()
+	p.solveMode(p.mode)
 	for i := range p.prob.Jobs {
 		g := sim.GPUID(-1)
 		if x := p.res.GPUOf[i]; x >= 0 {
@@ -170,15 +183,15 @@ func (p *packPlacer) refresh(c *sim.Cluster) {
 func (p *packPlacer) decide(c *sim.Cluster, j *sim.Job) sim.GPUID {
 	p.build(c, func(n sim.NodeID) bool { return hostable(c, n, &j.Spec, 1, 0) > 0 })
 	p.prob.Jobs = append(p.prob.Jobs, p.job(j))
-	p.solve()
+	p.solveMode(pack.Greedy) // for one job greedy is the optimum
 	if x := p.res.GPUOf[0]; x >= 0 {
 		return p.gpus[x]
 	}
 	return -1
 }
 
-func (p *packPlacer) solve() {
-	p.prob.Mode, p.prob.Budget = p.mode, p.budget
+func (p *packPlacer) solveMode(m pack.Mode) {
+	p.prob.Mode, p.prob.Budget = m, p.budget
 	if err := p.pk.Solve(&p.prob, &p.res); err != nil {
 		panic(err) // the problem is built here: a bug
 	}

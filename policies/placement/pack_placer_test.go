@@ -126,12 +126,12 @@ func TestPackPlacerMaxSlowdownEveryInstant(t *testing.T) {
 }
 
 func TestPackPlacerArgs(t *testing.T) {
-	for _, bad := range []string{"pack:mode=exact", "pack:maxSlowdown=0.5", "pack:budget=-1s", "pack:foo=1"} {
+	for _, bad := range []string{"pack:mode=exact", "pack:maxSlowdown=0.5", "pack:budget=-1s", "pack:window=0", "pack:foo=1"} {
 		if _, err := New(bad); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
 	}
-	p, err := New("pack:mode=ilp,maxSlowdown=3,budget=200ms")
+	p, err := New("pack:mode=ilp,maxSlowdown=3,budget=200ms,window=16")
 	if err != nil {
 		t.Fatal(err)
 	}
