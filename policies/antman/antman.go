@@ -86,6 +86,7 @@ type Policy struct {
 	victims []*sim.Job
 	cand    []sim.GPUID
 	memo    coloc.Memo
+	whole   coloc.WholeMemo
 	kind    []uint8 // per JobRef: 0 not yet known, 1 guarantee, 2 opportunistic
 	ylds    []bool  // per GPU (valid for occT): every job on it is opportunistic and preemptible now
 	evFail  struct {
@@ -216,6 +217,7 @@ func (a *Policy) Schedule(v *sim.View, p *sim.Plan) error {
 	}
 	blocked := false
 	a.dirty, a.oppGPUs, a.evFail.valid = true, 0, false
+	a.whole.Reset()
 	for _, j := range v.Running() {
 		if a.opp(j) {
 			a.oppGPUs += int64(len(j.GPUs))
@@ -263,7 +265,7 @@ func (a *Policy) placeGuarantee(v *sim.View, p *sim.Plan, j *sim.Job) (bool, err
 	if j.Suspended() {
 		return false, nil // antman never suspends a guarantee job
 	}
-	if coloc.PlaceWhole(c, a.first, j, &a.pl) {
+	if a.whole.Place(c, a.first, j, &a.pl) {
 		a.dirty = true
 		return true, p.AddStart(j.Ref, a.pl.Nodes, a.pl.GPUs)
 	}
@@ -293,6 +295,7 @@ func (a *Policy) placeGuarantee(v *sim.View, p *sim.Plan, j *sim.Job) (bool, err
 		return false, nil
 	}
 	f.valid = false // evictions may free more than the job takes
+	a.whole.Reset()
 	for _, o := range a.victims {
 		var err error
 		if a.yield == sim.PreemptMigrate {
@@ -464,7 +467,7 @@ func (a *Policy) placeOpportunistic(c *sim.Cluster, p *sim.Plan, j *sim.Job) err
 		if a.resumeNodes(c, j) {
 			return a.start(c, p, j, a.nodes, a.gpus)
 		}
-	} else if coloc.PlaceWhole(c, a.first, j, &a.pl) {
+	} else if a.whole.Place(c, a.first, j, &a.pl) {
 		return a.start(c, p, j, a.pl.Nodes, a.pl.GPUs)
 	}
 	p.Wait(j.Ref, sim.ReasonNoCapacity)
