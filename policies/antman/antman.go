@@ -87,6 +87,13 @@ type Policy struct {
 	victims []*sim.Job
 	cand    []sim.GPUID
 	memo    coloc.Memo
+	whole   coloc.WholeMemo
+	kind    []uint8 // per JobRef: 0 not yet known, 1 guarantee, 2 opportunistic
+	ylds    []bool  // per GPU (valid for occT): every job on it is opportunistic and preemptible now
+	evFail  struct {
+		gpr, reps, cpu, mem int64
+		valid               bool
+	} // this scheduling point: smallest demand whose eviction placement failed
 	// Yields counts opportunistic jobs stopped for guarantee jobs.
 	Yields int64
 }
@@ -145,10 +152,24 @@ func (a *Policy) Opportunistic(s *sim.JobSpec) bool {
 	return s.Priority < a.below || slices.Contains(a.queues, s.Queue) || slices.Contains(a.classes, s.Class)
 }
 
+// opp is Opportunistic for a job of the run, cached per job.
+func (a *Policy) opp(j *sim.Job) bool {
+	k := a.kind[j.Ref]
+	if k == 0 {
+		k = 1
+		if a.Opportunistic(&j.Spec) {
+			k = 2
+		}
+		a.kind[j.Ref] = k
+	}
+	return k == 2
+}
+
 func (a *Policy) buildOcc(v *sim.View) {
 	c := v.Cluster()
 	if a.occ == nil {
 		a.occ = make([][]*sim.Job, c.NumGPUs())
+		a.ylds = make([]bool, c.NumGPUs())
 	}
 	for _, g := range a.occT {
 		a.occ[g] = a.occ[g][:0]
@@ -173,6 +194,14 @@ func (a *Policy) buildOcc(v *sim.View) {
 			}
 			return int(x.Ref - y.Ref)
 		})
+		y := true
+		for _, o := range a.occ[g] {
+			if !a.opp(o) || !o.Preemptible(v.Now()) {
+				y = false
+				break
+			}
+		}
+		a.ylds[g] = y
 	}
 }
 
@@ -184,16 +213,20 @@ func (a *Policy) buildOcc(v *sim.View) {
 // have used it either, since opportunistic GPUs count as available to it).
 func (a *Policy) Schedule(v *sim.View, p *sim.Plan) error {
 	c := v.Cluster()
+	if a.kind == nil {
+		a.kind = make([]uint8, v.NumJobs())
+	}
 	blocked := false
-	a.dirty, a.oppGPUs = true, 0
+	a.dirty, a.oppGPUs, a.evFail.valid = true, 0, false
+	a.whole.Reset()
 	for _, j := range v.Running() {
-		if a.Opportunistic(&j.Spec) {
+		if a.opp(j) {
 			a.oppGPUs += int64(len(j.GPUs))
 		}
 	}
 	for j := v.PendingHead(); j != nil; {
 		next := v.NextPending(j)
-		if a.Opportunistic(&j.Spec) {
+		if a.opp(j) {
 			j = next
 			continue
 		}
@@ -216,7 +249,7 @@ func (a *Policy) Schedule(v *sim.View, p *sim.Plan) error {
 	a.memo.Reset()
 	for j := v.PendingHead(); j != nil; {
 		next := v.NextPending(j)
-		if a.Opportunistic(&j.Spec) {
+		if a.opp(j) {
 			if err := a.placeOpportunistic(c, p, j); err != nil {
 				return err
 			}
@@ -233,13 +266,18 @@ func (a *Policy) placeGuarantee(v *sim.View, p *sim.Plan, j *sim.Job) (bool, err
 	if j.Suspended() {
 		return false, nil // antman never suspends a guarantee job
 	}
-	if coloc.PlaceWhole(c, a.first, j, &a.pl) {
+	if a.whole.Place(c, a.first, j, &a.pl) {
 		a.dirty = true
 		return true, p.AddStart(j.Ref, a.pl.Nodes, a.pl.GPUs)
 	}
 	// evictions can only help when free plus opportunistic GPUs could hold it
-	if j.Spec.GPUsPerReplica == 0 || int64(j.Spec.TotalGPUs()) > c.FreeGPUs()+a.oppGPUs {
+	sp := &j.Spec
+	if sp.GPUsPerReplica == 0 || int64(sp.TotalGPUs()) > c.FreeGPUs()+a.oppGPUs {
 		return false, nil
+	}
+	f := &a.evFail
+	if f.valid && len(sp.GPUModels) == 0 && int64(sp.GPUsPerReplica) >= f.gpr && int64(sp.Replicas) >= f.reps && sp.CPUMilli >= f.cpu && sp.MemoryMiB >= f.mem {
+		return false, nil // needs at least as much as a job that found no GPUs to reclaim
 	}
 	if a.dirty {
 		a.buildOcc(v)
@@ -252,8 +290,13 @@ func (a *Policy) placeGuarantee(v *sim.View, p *sim.Plan, j *sim.Job) (bool, err
 		ok = a.evictGang(c, v.Now(), j)
 	}
 	if !ok {
+		if len(sp.GPUModels) == 0 && (!f.valid || int64(sp.GPUsPerReplica) <= f.gpr && int64(sp.Replicas) <= f.reps && sp.CPUMilli <= f.cpu && sp.MemoryMiB <= f.mem) {
+			f.gpr, f.reps, f.cpu, f.mem, f.valid = int64(sp.GPUsPerReplica), int64(sp.Replicas), sp.CPUMilli, sp.MemoryMiB, true
+		}
 		return false, nil
 	}
+	f.valid = false // evictions may free more than the job takes
+	a.whole.Reset()
 	for _, o := range a.victims {
 		var err error
 		if a.yield == sim.PreemptMigrate {
@@ -273,16 +316,8 @@ func (a *Policy) placeGuarantee(v *sim.View, p *sim.Plan, j *sim.Job) (bool, err
 
 // yieldable reports whether every job on GPU g is opportunistic and may be
 // preempted now (and there is at least one).
-func (a *Policy) yieldable(g sim.GPUID, now sim.Time) bool {
-	if len(a.occ[g]) == 0 {
-		return false
-	}
-	for _, o := range a.occ[g] {
-		if !a.Opportunistic(&o.Spec) || !o.Preemptible(now) {
-			return false
-		}
-	}
-	return true
+func (a *Policy) yieldable(g sim.GPUID, _ sim.Time) bool {
+	return len(a.occ[g]) > 0 && a.ylds[g]
 }
 
 func usable(c *sim.Cluster, s *sim.JobSpec, n sim.NodeID) bool {
@@ -433,7 +468,7 @@ func (a *Policy) placeOpportunistic(c *sim.Cluster, p *sim.Plan, j *sim.Job) err
 		if a.resumeNodes(c, j) {
 			return a.start(c, p, j, a.nodes, a.gpus)
 		}
-	} else if coloc.PlaceWhole(c, a.first, j, &a.pl) {
+	} else if a.whole.Place(c, a.first, j, &a.pl) {
 		return a.start(c, p, j, a.pl.Nodes, a.pl.GPUs)
 	}
 	p.Wait(j.Ref, sim.ReasonNoCapacity)

@@ -2,6 +2,8 @@ package antman_test
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -191,5 +193,65 @@ func TestAntManSuspendedResumesIntoLeftover(t *testing.T) {
 	}
 	if oj := byID(t, res, "O"); oj.End != sim.Time(120*sim.Second) || oj.SharedTime() != 70*sim.Second {
 		t.Errorf("O ends %s shared %s, want 120s, 70s", oj.End, oj.SharedTime())
+	}
+}
+
+// Invariants on random workloads (seeded, 200 cases per yield mode): every job
+// completes; no guarantee job is ever preempted; under the utilisation model
+// every guarantee job runs at full speed throughout (opportunistic jobs only use
+// leftovers); and each yield happens at the arrival-time scheduling point of a
+// guarantee job that starts then.
+func TestAntManInvariantsRandom(t *testing.T) {
+	for _, mode := range []string{"suspend", "requeue", "migrate"} {
+		rng := rand.New(rand.NewPCG(7, uint64(len(mode))))
+		yields, shared := int64(0), 0
+		for tc := 0; tc < 200; tc++ {
+			var jobs []sim.JobSpec
+			for i := 0; i < 12; i++ {
+				prio := int32(0)
+				if rng.IntN(2) == 0 {
+					prio = -1
+				}
+				util := 0.1 + 0.1*float64(rng.IntN(9))
+				j := job(fmt.Sprintf("j%02d", i), float64(rng.IntN(200)), float64(10+rng.IntN(100)), prio, util, rng.IntN(4) != 0)
+				if rng.IntN(5) == 0 {
+					j.Sharing, j.GPUsPerReplica = sim.AcceptExclusive, 2
+				}
+				jobs = append(jobs, j)
+			}
+			params := "{yield: " + mode + "}"
+			if mode == "migrate" {
+				params = "{yield: migrate, resumeDelay: 3s}"
+			}
+			res, pol := run(t, 4, params, jobs...)
+			yields += pol.Yields
+			starts := map[sim.Time]bool{}
+			for _, e := range res.Log {
+				if e.Kind == sim.EvStart && res.Jobs[e.Job].Spec.Priority >= 0 {
+					starts[e.Time] = true
+				}
+			}
+			for i := range res.Jobs {
+				j := &res.Jobs[i]
+				if j.State != sim.StateCompleted {
+					t.Fatalf("%s case %d: %s %s", mode, tc, j.Spec.ID, j.State)
+				}
+				if j.SharedTime() > 0 {
+					shared++
+				}
+				if j.Spec.Priority >= 0 && (j.Preempted != 0 || j.MinSpeed() != 1) {
+					t.Fatalf("%s case %d: guarantee job %s preempted %d, min speed %v", mode, tc, j.Spec.ID, j.Preempted, j.MinSpeed())
+				}
+			}
+			for _, e := range res.Log {
+				if (e.Kind == sim.EvSuspend || e.Kind == sim.EvPreempt) && !starts[e.Time] {
+					t.Fatalf("%s case %d: %s yielded at %s with no guarantee start then", mode, tc, res.Jobs[e.Job].Spec.ID, e.Time)
+				}
+			}
+		}
+		if yields < 50 || shared < 50 {
+			t.Errorf("%s: only %d yields and %d shared jobs: the cases do not exercise antman", mode, yields, shared)
+		}
+		t.Logf("%s: %d yields, %d jobs ran shared", mode, yields, shared)
 	}
 }

@@ -79,8 +79,12 @@ type Policy struct {
 	Migrations, Unpacks, Packs int64 // counters (tests, docs)
 	TimeSlices                 int64
 	packMemo, sliceMemo        coloc.Memo // failed joins of this scheduling point
-	scratchNodes               []sim.NodeID
-	scratchGPUs                []sim.GPUID
+	wholeFail                  struct {
+		k, cpu, mem int64
+		valid       bool
+	} // pending loop: smallest single-replica demand that found no free node
+	scratchNodes []sim.NodeID
+	scratchGPUs  []sim.GPUID
 }
 
 // New builds the policy from its parameters; errors name the field.
@@ -149,6 +153,7 @@ func (g *Policy) Schedule(v *sim.View, p *sim.Plan) error {
 			return err
 		}
 	}
+	g.wholeFail.valid = false // only starts from here to the grow step: free capacity only shrinks
 	for j := v.PendingHead(); j != nil; {
 		next := v.NextPending(j)
 		if err := g.place(v, p, j); err != nil {
@@ -251,6 +256,11 @@ func (g *Policy) placeWhole(c *sim.Cluster, j *sim.Job) bool {
 	if int64(k) > c.FreeGPUs() {
 		return false
 	}
+	f := &g.wholeFail
+	plain := len(s.GPUModels) == 0
+	if f.valid && plain && int64(k) >= f.k && s.CPUMilli >= f.cpu && s.MemoryMiB >= f.mem {
+		return false
+	}
 	best, bestTier, bestFree := sim.NodeID(-1), 3, int32(0)
 	for n := sim.NodeID(0); int(n) < c.NumNodes(); n++ {
 		free := c.NodeFreeGPUs(n)
@@ -272,6 +282,9 @@ func (g *Policy) placeWhole(c *sim.Cluster, j *sim.Job) bool {
 		}
 	}
 	if best < 0 {
+		if plain && (!f.valid || int64(k) <= f.k && s.CPUMilli <= f.cpu && s.MemoryMiB <= f.mem) {
+			f.k, f.cpu, f.mem, f.valid = int64(k), s.CPUMilli, s.MemoryMiB, true
+		}
 		return false
 	}
 	g.scratchNodes = append(g.scratchNodes[:0], best)
@@ -327,6 +340,7 @@ func remaining(j *sim.Job, now sim.Time) float64 {
 // else back to the queue (keeping its work) and it is never packed again.
 func (g *Policy) unpack(v *sim.View, p *sim.Plan) error {
 	c := v.Cluster()
+	g.wholeFail.valid = false
 	for _, gpu := range g.tab.GPUs() {
 		on := g.tab.On(gpu)
 		if len(on) < 2 {
@@ -349,6 +363,7 @@ func (g *Policy) unpack(v *sim.View, p *sim.Plan) error {
 			return err
 		}
 		g.tab.Remove(gpu, last)
+		g.wholeFail.valid = false
 		g.packMemo.Reset()
 		g.sliceMemo.Reset()
 		if g.migrate && g.placeWhole(c, last) {
@@ -368,6 +383,7 @@ func (g *Policy) unpack(v *sim.View, p *sim.Plan) error {
 // migration delay.
 func (g *Policy) grow(v *sim.View, p *sim.Plan) error {
 	c := v.Cluster()
+	g.wholeFail.valid = false
 	now := v.Now()
 	for _, gpu := range g.tab.GPUs() {
 		if c.FreeGPUs() == 0 {

@@ -2,6 +2,8 @@ package gandiva_test
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -166,4 +168,75 @@ func TestGandivaBadParams(t *testing.T) {
 			t.Errorf("%s: error %v, want one naming %s", tc.params, err, tc.field)
 		}
 	}
+}
+
+// checked runs gandiva and, after every scheduling point, checks that each GPU
+// shared by two or more jobs holds solo sm_util summing to at most 1.
+type checked struct {
+	*gandiva.Policy
+	bad string
+}
+
+func (c *checked) Schedule(v *sim.View, p *sim.Plan) error {
+	if err := c.Policy.Schedule(v, p); err != nil {
+		return err
+	}
+	sum := map[sim.GPUID]float64{}
+	n := map[sim.GPUID]int{}
+	for _, j := range v.Running() {
+		if len(j.GPUs) == 1 && v.Cluster().Sharers(j.GPUs[0]) > 1 {
+			u := j.Spec.SMUtil
+			if u == 0 {
+				u = 1 // unknown counts as a full GPU
+			}
+			sum[j.GPUs[0]] += u
+			n[j.GPUs[0]]++
+		}
+	}
+	for g, u := range sum {
+		if u > 1+1e-9 && c.bad == "" {
+			c.bad = fmt.Sprintf("t=%s GPU %d: %d jobs with sm_util %v", v.Now(), g, n[g], u)
+		}
+	}
+	return nil
+}
+
+// Invariants on random workloads (seeded, 300 cases; pair factors 0.8 and 0.4,
+// the latter making introspection un-pack): every job completes; with
+// time-slicing off, after every scheduling point each shared GPU's jobs have
+// solo sm_util summing to at most 1 (packing only); migrations keep all work
+// (a job's wasted time is exactly its restore delays).
+func TestGandivaInvariantsRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 9))
+	var packs, migrations, unpacks int64
+	for tc := 0; tc < 300; tc++ {
+		var jobs []sim.JobSpec
+		for i := 0; i < 12; i++ {
+			util := 0.0
+			if rng.IntN(4) != 0 {
+				util = 0.1 + 0.1*float64(rng.IntN(8))
+			}
+			jobs = append(jobs, job(fmt.Sprintf("j%02d", i), float64(rng.IntN(200)), float64(10+rng.IntN(200)), util))
+		}
+		f := 0.8
+		if tc%2 == 1 {
+			f = 0.4
+		}
+		pol := &checked{Policy: newPolicy(t, "{timeSlice: false, migrationDelay: 3s}")}
+		res := run(t, 3, pol, f, jobs...)
+		if pol.bad != "" {
+			t.Fatalf("case %d: %s", tc, pol.bad)
+		}
+		packs, migrations, unpacks = packs+pol.Packs, migrations+pol.Migrations, unpacks+pol.Unpacks
+		for i := range res.Jobs {
+			j := &res.Jobs[i]
+			if j.State != sim.StateCompleted || j.Wasted != sim.Duration(j.Preempted)*3*sim.Second {
+				t.Fatalf("case %d: %s %s, wasted %s after %d migrations", tc, j.Spec.ID, j.State, j.Wasted, j.Preempted)
+			}
+		}
+	}
+	if packs < 100 || migrations < 20 || unpacks < 20 {
+		t.Errorf("packs %d migrations %d unpacks %d: the cases do not exercise gandiva", packs, migrations, unpacks)
+	}
+	t.Logf("packs %d, migrations %d, unpacks %d", packs, migrations, unpacks)
 }

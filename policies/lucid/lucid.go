@@ -84,6 +84,7 @@ type Policy struct {
 	run     []*sim.Job // running jobs in start order
 	alone   []*sim.Job // this scheduling point: pair candidates (1-GPU jobs alone on a shared GPU), start order
 	memo    coloc.Memo // this scheduling point: smallest failed pairing demand
+	whole   coloc.WholeMemo
 	pend    []*sim.Job // pending jobs by (priority, JobRef), kept incrementally
 	inPend  []bool
 	queue   []*sim.Job
@@ -289,6 +290,7 @@ func (l *Policy) Schedule(v *sim.View, p *sim.Plan) error {
 	l.queue = append(l.queue[:0], l.pend...)
 	l.alone = l.alone[:0]
 	l.memo.Reset()
+	l.whole.Reset()
 	if l.colo {
 		for _, r := range l.run {
 			if len(r.GPUs) == 1 && r.Spec.Replicas == 1 && c.Sharers(r.GPUs[0]) == 1 {
@@ -306,7 +308,7 @@ func (l *Policy) Schedule(v *sim.View, p *sim.Plan) error {
 				continue
 			}
 		}
-		if coloc.PlaceWhole(c, l.placer, j, &l.pl) {
+		if l.whole.Place(c, l.placer, j, &l.pl) {
 			if err := l.start(p, j, l.pl.Nodes, l.pl.GPUs); err != nil {
 				return err
 			}

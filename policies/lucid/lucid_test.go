@@ -2,6 +2,8 @@ package lucid_test
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -172,4 +174,67 @@ func TestLucidBadParams(t *testing.T) {
 			t.Errorf("%s: error %v, want one naming %s", tc.params, err, tc.field)
 		}
 	}
+}
+
+// Invariants on random workloads (seeded, 300 cases): every job completes, none
+// is preempted, no GPU ever holds more than two jobs, and every pair that
+// shares a GPU satisfies the score rule (sum <= 2) and has profiled memory.
+func TestLucidInvariantsRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 3))
+	pairs := 0
+	for tc := 0; tc < 300; tc++ {
+		var jobs []sim.JobSpec
+		for i := 0; i < 12; i++ {
+			j := job(fmt.Sprintf("j%02d", i), float64(rng.IntN(200)), float64(10+rng.IntN(100)), 0.1+0.1*float64(rng.IntN(9)))
+			if rng.IntN(6) == 0 {
+				j.GPUMemMiB = 0
+			}
+			if rng.IntN(6) == 0 {
+				j.Sharing, j.GPUsPerReplica = sim.AcceptExclusive, 2
+			}
+			jobs = append(jobs, j)
+		}
+		pol := newPolicy(t, "{estimator: walltime}")
+		res := run(t, 4, pol, jobs...)
+		on := map[sim.GPUID][]sim.JobRef{}
+		for _, e := range res.Log {
+			j := &res.Jobs[e.Job]
+			switch e.Kind {
+			case sim.EvStart:
+				for _, g := range j.GPUs {
+					on[g] = append(on[g], j.Ref)
+					if l := on[g]; len(l) > 2 {
+						t.Fatalf("case %d: GPU %d holds %v", tc, g, l)
+					} else if len(l) == 2 {
+						a, b := &res.Jobs[l[0]].Spec, &res.Jobs[l[1]].Spec
+						if pol.Score(a)+pol.Score(b) > 2 || a.GPUMemMiB <= 0 || b.GPUMemMiB <= 0 {
+							t.Fatalf("case %d: forbidden pair %s (%v) + %s (%v)", tc, a.ID, a.SMUtil, b.ID, b.SMUtil)
+						}
+						pairs++
+					}
+				}
+			case sim.EvFinish:
+				for _, g := range j.GPUs {
+					l := on[g]
+					for i, r := range l {
+						if r == j.Ref {
+							on[g] = append(l[:i:i], l[i+1:]...)
+							break
+						}
+					}
+				}
+			case sim.EvPreempt, sim.EvSuspend, sim.EvKill, sim.EvTimeout:
+				t.Fatalf("case %d: %s %s", tc, j.Spec.ID, e.Kind)
+			}
+		}
+		for i := range res.Jobs {
+			if res.Jobs[i].State != sim.StateCompleted {
+				t.Fatalf("case %d: %s %s", tc, res.Jobs[i].Spec.ID, res.Jobs[i].State)
+			}
+		}
+	}
+	if pairs < 100 {
+		t.Errorf("only %d pairs formed: the cases do not exercise packing", pairs)
+	}
+	t.Logf("%d pairs formed", pairs)
 }

@@ -167,3 +167,39 @@ func (m *Memo) Fail(s *sim.JobSpec, u float64) {
 		m.u, m.gmem, m.cpu, m.mem, m.acc, m.valid = u, s.GPUMemMiB, s.CPUMilli, s.MemoryMiB, s.Accepts(), true
 	}
 }
+
+// WholeMemo remembers, within one scheduling point, the smallest gang that
+// PlaceWhole could not place, so that later jobs needing at least as much in
+// every dimension (GPUs per replica, replicas, GPU share, CPU, memory; no GPU
+// model restriction) skip the search. Valid while free capacity only shrinks:
+// Reset it after anything frees resources (a preemption, a migration).
+type WholeMemo struct {
+	gpr, reps, milli, cpu, mem int64
+	valid                      bool
+}
+
+// Reset forgets the remembered failure.
+func (m *WholeMemo) Reset() { m.valid = false }
+
+func (m *WholeMemo) dominates(s *sim.JobSpec) bool {
+	return int64(s.GPUsPerReplica) >= m.gpr && int64(s.Replicas) >= m.reps && int64(s.GPUMilli) >= m.milli &&
+		s.CPUMilli >= m.cpu && s.MemoryMiB >= m.mem
+}
+
+// Place is PlaceWhole with the memo: it skips jobs that need at least as much
+// as a remembered failure and remembers new, smaller failures.
+func (m *WholeMemo) Place(c *sim.Cluster, pl policies.Placer, j *sim.Job, out *policies.Placement) bool {
+	s := &j.Spec
+	plain := len(s.GPUModels) == 0 && s.GPUsPerReplica > 0
+	if plain && m.valid && m.dominates(s) {
+		return false
+	}
+	if PlaceWhole(c, pl, j, out) {
+		return true
+	}
+	if plain && (!m.valid || !m.dominates(s) && int64(s.GPUsPerReplica) <= m.gpr && int64(s.Replicas) <= m.reps &&
+		int64(s.GPUMilli) <= m.milli && s.CPUMilli <= m.cpu && s.MemoryMiB <= m.mem) {
+		m.gpr, m.reps, m.milli, m.cpu, m.mem, m.valid = int64(s.GPUsPerReplica), int64(s.Replicas), int64(s.GPUMilli), s.CPUMilli, s.MemoryMiB, true
+	}
+	return false
+}
