@@ -188,7 +188,7 @@ func (m *WholeMemo) dominates(s *sim.JobSpec) bool {
 
 // Place is PlaceWhole with the memo: it skips jobs that need at least as much
 // as a remembered failure and remembers new, smaller failures.
-func (m *WholeMemo) Place(c *sim.Cluster, pl policies.Placer, j *sim.Job, out *policies.Placement) bool {
+func (m *WholeMemo) Place(c *sim.Cluster, pl placement.Placer, j *sim.Job, out *placement.Placement) bool {
 	s := &j.Spec
 	plain := len(s.GPUModels) == 0 && s.GPUsPerReplica > 0
 	if plain && m.valid && m.dominates(s) {
