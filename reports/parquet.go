@@ -118,16 +118,33 @@ func writeParquet(w io.Writer, schema *arrow.Schema, n int, fill func(b *array.R
 // group(fw, lo, hi) for each row group [lo, hi) of n rows (once, with 0 rows,
 // when n is 0), and closes the file. group writes the row group's data.
 func writeRowGroups(w io.Writer, schema *arrow.Schema, n int, group func(fw *pqarrow.FileWriter, lo, hi int) error) error {
+	return writeRowGroupsFrom(w, schema, func(int) (int, error) { return n, nil }, group)
+}
+
+// writeRowGroupsFrom is writeRowGroups over rows that become available while it
+// writes: avail(want) blocks until at least want rows exist or the source has
+// ended, and returns how many exist (the total once ended; never fewer than an
+// earlier call). The row groups, and so the bytes, are those writeRowGroups
+// writes for the final count.
+func writeRowGroupsFrom(w io.Writer, schema *arrow.Schema, avail func(want int) (int, error), group func(fw *pqarrow.FileWriter, lo, hi int) error) error {
 	fw, err := pqarrow.NewFileWriter(schema, w, parquetProps(schema), pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(parquetAlloc)))
 	if err != nil {
 		return fmt.Errorf("parquet writer: %w", err)
 	}
-	for lo := 0; lo < n || (n == 0 && lo == 0); lo += rowGroupRows {
-		if err := group(fw, lo, min(lo+rowGroupRows, n)); err != nil {
+	for lo := 0; ; lo += rowGroupRows {
+		n, err := avail(lo + rowGroupRows)
+		if err != nil {
+			return err
+		}
+		hi := min(lo+rowGroupRows, n)
+		if hi <= lo && lo > 0 {
+			break // the rows ended on a row-group boundary
+		}
+		if err := group(fw, lo, hi); err != nil {
 			return fmt.Errorf("parquet write: %w", err)
 		}
-		if n == 0 {
-			break
+		if hi < lo+rowGroupRows {
+			break // the source ended inside this group (one empty group when it had no rows)
 		}
 	}
 	if err := fw.Close(); err != nil {

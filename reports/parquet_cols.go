@@ -40,7 +40,13 @@ func parquetProps(schema *arrow.Schema) *parquet.WriterProperties {
 // (group may be nil), then col(c, b, lo, hi) for every column c in schema order;
 // col appends hi-lo values to b, a builder of column c's type.
 func writeParquetColumns(w io.Writer, schema *arrow.Schema, n int, group func(lo, hi int), col func(c int, b array.Builder, lo, hi int)) error {
-	return writeRowGroups(w, schema, n, func(fw *pqarrow.FileWriter, lo, hi int) error {
+	return writeParquetColumnsFrom(w, schema, func(int) (int, error) { return n, nil }, group, col)
+}
+
+// writeParquetColumnsFrom is writeParquetColumns over rows that become
+// available while it writes (see writeRowGroupsFrom).
+func writeParquetColumnsFrom(w io.Writer, schema *arrow.Schema, avail func(want int) (int, error), group func(lo, hi int), col func(c int, b array.Builder, lo, hi int)) error {
+	return writeRowGroupsFrom(w, schema, avail, func(fw *pqarrow.FileWriter, lo, hi int) error {
 		if group != nil {
 			group(lo, hi)
 		}
@@ -178,8 +184,32 @@ var sharingJobColumns = [...]func(b array.Builder, rows []JobRow){
 // bytes equal WriteEventsParquet's. It holds one column of one row group at a
 // time.
 func writeEventsParquetColumns(w io.Writer, res *sim.Result) error {
-	log := res.Log
-	return writeParquetColumns(w, eventsSchema, len(log), nil, func(c int, b array.Builder, lo, hi int) {
+	return writeEventsFrom(w, res.Jobs, func(int) ([]sim.Event, error) { return res.Log, nil })
+}
+
+// WriteEventsFeed writes events.parquet from feed while the engine that feeds
+// it runs (call it after NewEngine); the bytes are those WriteRunDir writes for
+// the finished run. It returns sim.ErrRunAborted if the run failed.
+func WriteEventsFeed(w io.Writer, feed *sim.LogFeed) error {
+	return writeEventsFrom(w, feed.Jobs(), func(want int) ([]sim.Event, error) {
+		log, _, err := feed.Wait(want)
+		return log, err
+	})
+}
+
+// writeEventsFrom writes events.parquet from the log that logAt(want) returns:
+// at least want events, or the whole log once the run has ended.
+func writeEventsFrom(w io.Writer, jobs []sim.Job, logAt func(want int) ([]sim.Event, error)) error {
+	var log []sim.Event
+	avail := func(want int) (int, error) {
+		l, err := logAt(want)
+		if err != nil {
+			return 0, err
+		}
+		log = l
+		return len(log), nil
+	}
+	return writeParquetColumnsFrom(w, eventsSchema, avail, nil, func(c int, b array.Builder, lo, hi int) {
 		evs := log[lo:hi]
 		switch c {
 		case 0: // seq
@@ -211,14 +241,14 @@ func writeEventsParquetColumns(w io.Writer, res *sim.Result) error {
 			sb := b.(*array.StringBuilder)
 			n := 0
 			for i := range evs {
-				if j := evs[i].Job; j >= 0 && int(j) < len(res.Jobs) {
-					n += len(res.Jobs[j].Spec.ID)
+				if j := evs[i].Job; j >= 0 && int(j) < len(jobs) {
+					n += len(jobs[j].Spec.ID)
 				}
 			}
 			sb.ReserveData(n)
 			for i := range evs {
-				if j := evs[i].Job; j >= 0 && int(j) < len(res.Jobs) {
-					sb.Append(string(res.Jobs[j].Spec.ID))
+				if j := evs[i].Job; j >= 0 && int(j) < len(jobs) {
+					sb.Append(string(jobs[j].Spec.ID))
 				} else {
 					sb.Append("")
 				}

@@ -188,6 +188,13 @@ func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, shared *sha
 	if opts.Now != nil {
 		t0 = opts.Now()
 	}
+	// With an output directory, events.parquet is written while the engine
+	// runs (from its published log), in the policy's temporary directory.
+	var feed *sim.LogFeed
+	if opts.OutDir != "" && !cfg.NoLog {
+		feed = sim.NewLogFeed()
+		cfg.LogFeed = feed
+	}
 	cfg.Jobs = shared.get()
 	e, err := sim.NewEngine(cfg)
 	cfg.Jobs = nil
@@ -195,45 +202,72 @@ func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, shared *sha
 	if err != nil {
 		return PolicyRun{}, fmt.Errorf("policy %s: %w", label, err)
 	}
-	res, err := e.Run(ctx)
-	if err != nil {
-		var ce *policies.ConfigError
-		if errors.As(err, &ce) { // the run stopped on its configuration: locate it as validate does
-			return PolicyRun{}, fmt.Errorf("policy %s: %w", label, &Error{File: s.file, Problems: s.policyProblems(i, ce)})
+	run := func() (*sim.Result, time.Duration, error) {
+		res, err := e.Run(ctx)
+		if err != nil {
+			var ce *policies.ConfigError
+			if errors.As(err, &ce) { // the run stopped on its configuration: locate it as validate does
+				return nil, 0, fmt.Errorf("policy %s: %w", label, &Error{File: s.file, Problems: s.policyProblems(i, ce)})
+			}
+			return nil, 0, fmt.Errorf("policy %s: %w", label, err)
 		}
-		return PolicyRun{}, fmt.Errorf("policy %s: %w", label, err)
+		var wall time.Duration
+		if opts.Now != nil {
+			wall = opts.Now().Sub(t0)
+		}
+		res.Policy = label
+		return res, wall, nil
 	}
-	var wall time.Duration
-	if opts.Now != nil {
-		wall = opts.Now().Sub(t0)
-	}
-	res.Policy = label
 	prov := reports.Provenance{Version: opts.Version, GoVersion: runtime.Version(), Seed: s.SeedValue(), Scenario: s.Name, ScenarioSHA256: s.hash}
-	summarize := func() *reports.Summary {
-		sum := reports.SummarizeWith(res, prov, wall, s.Prices())
-		if qq, ok := pol.(policies.QueueQuotas); ok {
-			for name, g := range sum.PerQueue {
-				if n, ok := qq.QueueNominalGPUs(name); ok && n > 0 {
-					g.NominalGPUs = n
-					sum.PerQueue[name] = g
+	summarizer := func(res *sim.Result, wall time.Duration) func() *reports.Summary {
+		return func() *reports.Summary {
+			sum := reports.SummarizeWith(res, prov, wall, s.Prices())
+			if qq, ok := pol.(policies.QueueQuotas); ok {
+				for name, g := range sum.PerQueue {
+					if n, ok := qq.QueueNominalGPUs(name); ok && n > 0 {
+						g.NominalGPUs = n
+						sum.PerQueue[name] = g
+					}
 				}
 			}
+			return sum
 		}
-		return sum
 	}
-	pr := PolicyRun{Label: label, Result: res, Wall: wall}
 	if opts.OutDir == "" {
-		pr.Summary = summarize()
-		return pr, nil
+		res, wall, err := run()
+		if err != nil {
+			return PolicyRun{}, err
+		}
+		return PolicyRun{Label: label, Result: res, Wall: wall, Summary: summarizer(res, wall)()}, nil
 	}
 	// The summary is computed while the data files are written, into a temporary
 	// directory renamed into place when complete (writePolicyDir).
-	pr.Dir, err = writePolicyDir(opts.OutDir, label, func(dir string) error {
-		var werr error
-		pr.Summary, werr = reports.WriteRunDirFunc(dir, res, summarize)
-		return werr
+	var pr PolicyRun
+	dir, err := writePolicyDir(opts.OutDir, label, func(dir string) error {
+		var events func() error
+		if feed != nil {
+			events = reports.StartEventsFeed(dir, feed)
+		}
+		res, wall, err := run()
+		if err != nil {
+			if events != nil {
+				events() // returns sim.ErrRunAborted once the run has ended
+			}
+			return err
+		}
+		pr = PolicyRun{Label: label, Result: res, Wall: wall}
+		if events != nil {
+			pr.Summary, err = reports.WriteRunDirFuncStreamed(dir, res, summarizer(res, wall), events)
+		} else {
+			pr.Summary, err = reports.WriteRunDirFunc(dir, res, summarizer(res, wall))
+		}
+		return err
 	})
-	return pr, err
+	if err != nil {
+		return PolicyRun{}, err
+	}
+	pr.Dir = dir
+	return pr, nil
 }
 
 // saveTo writes dir/scenario.yaml (creating dir); nothing when dir is "".

@@ -69,6 +69,9 @@ type Config struct {
 	Sharing *SharingConfig
 	// NoLog disables the event log (benchmarks).
 	NoLog bool
+	// LogFeed, when set (and NoLog is not), receives the event log while the
+	// run goes on (see LogFeed); Run ends it on every return.
+	LogFeed *LogFeed
 	// Progress, if set, is called about every ProgressEvery events (default 65536)
 	// and once at the end. It runs on the engine's goroutine.
 	Progress      func(Progress)
@@ -233,6 +236,11 @@ func NewEngine(cfg Config) (*Engine, error) {
 		e.log = make([]Event, 0, 3*len(specs)+len(specs)/32+64)
 		hugepage.Advise(e.log)
 	}
+	if f := cfg.LogFeed; f != nil {
+		f.mu.Lock()
+		f.jobs = e.jobs
+		f.mu.Unlock()
+	}
 	// The specs now live in e.jobs; not keeping cfg.Jobs lets the caller's slice
 	// be collected while the run goes on (scenarios.Run drops it once every
 	// policy's engine is built).
@@ -311,6 +319,9 @@ func (e *Engine) View() *View { return &e.view }
 func (e *Engine) record(k EventKind, j JobRef, val int64) {
 	if !e.cfg.NoLog {
 		e.log = append(e.log, Event{Time: e.now, Kind: k, Job: j, Value: val})
+		if e.cfg.LogFeed != nil && len(e.log)&(logFeedStep-1) == 0 {
+			e.cfg.LogFeed.publish(e.log, false, false)
+		}
 	}
 	if e.observer != nil && k != EvReserve && k != EvWait {
 		ev := Event{Time: e.now, Kind: k, Job: j, Value: val}
@@ -323,7 +334,10 @@ func (e *Engine) record(k EventKind, j JobRef, val int64) {
 }
 
 // Run executes the simulation to the end (or the horizon, or ctx cancellation).
-func (e *Engine) Run(ctx context.Context) (*Result, error) {
+func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
+	if f := e.cfg.LogFeed; f != nil {
+		defer func() { f.publish(e.log, true, err != nil || res == nil) }()
+	}
 	horizon := e.cfg.Horizon
 	if horizon <= 0 {
 		horizon = Never
@@ -403,7 +417,7 @@ func (e *Engine) Run(ctx context.Context) (*Result, error) {
 			e.closeSegment(j) // speed metrics of jobs still running at the horizon
 		}
 	}
-	res := &Result{
+	res = &Result{
 		Policy:                     e.policy.Name(),
 		Jobs:                       e.jobs,
 		Log:                        e.log,
