@@ -471,27 +471,25 @@ func (s *Volcano) used(n sim.NodeID) res {
 }
 
 // score is the sum of the node-order plugins' scores for one task of vj on n:
-// nodeorder (leastrequested, mostrequested, balancedresource over cpu and memory,
-// kube-scheduler formulas, 0..100 times their weights) and binpack.
+// nodeorder (leastrequested and mostrequested over cpu and memory,
+// balancedresource over cpu, memory and nvidia.com/gpu; kube-scheduler
+// formulas, 0..100 times their weights) and binpack.
 func (s *Volcano) score(vj *vjob, n sim.NodeID) float64 {
 	var total float64
 	u := add(s.used(n), vj.task)
 	capN := s.nodeCap[n]
 	if no := s.cfg.nodeorder; no.least > 0 || no.most > 0 || no.balanced > 0 {
 		var least, most float64
-		var frac [2]float64
-		for i, d := range []int{dimCPU, dimMem} {
+		for _, d := range []int{dimCPU, dimMem} {
 			if capN[d] <= 0 {
 				continue
 			}
 			req := math.Min(u[d], capN[d])
 			least += math.Floor((capN[d] - req) * 100 / capN[d])
 			most += math.Floor(req * 100 / capN[d])
-			frac[i] = math.Min(u[d]/capN[d], 1)
 		}
 		total += no.least*math.Floor(least/2) + no.most*math.Floor(most/2)
-		std := math.Abs(frac[0]-frac[1]) / 2
-		total += no.balanced * math.Floor((1-std)*100)
+		total += no.balanced * balancedScore(u, capN, vj.task[dimGPU] > 0)
 	}
 	if bp := s.cfg.binpack; bp.weight > 0 {
 		var sc, wsum float64
@@ -513,6 +511,42 @@ func (s *Volcano) score(vj *vjob, n sim.NodeID) float64 {
 		}
 	}
 	return total
+}
+
+// balancedScore is kube-scheduler's BalancedAllocation score (0..100) of a node
+// whose requests, with the task, are u, as Volcano v1.10's nodeorder plugin
+// configures it (pkg/scheduler/plugins/nodeorder/nodeorder.go: resources cpu,
+// memory and nvidia.com/gpu, weight 1 each). It follows k8s v1.30
+// noderesources/balanced_allocation.go balancedResourceScorer: each resource's
+// requested/allocatable fraction (capped at 1), skipping a resource the node
+// lacks and an extended resource the pod does not request
+// (resource_allocation.go calculateResourceAllocatableRequest), then
+// int64((1 - std) * 100), where std is |f1 - f2| / 2 for two fractions and the
+// population standard deviation for three. So GPU pods spread over nodes: a
+// node whose GPUs fill faster than its CPU and memory scores lower.
+func balancedScore(u, capN res, gpuPod bool) float64 {
+	var frac [3]float64
+	k := 0
+	for _, d := range []int{dimCPU, dimMem, dimGPU} {
+		if capN[d] <= 0 || (d == dimGPU && !gpuPod) {
+			continue
+		}
+		frac[k] = math.Min(u[d]/capN[d], 1)
+		k++
+	}
+	var std float64
+	switch k {
+	case 2:
+		std = math.Abs(frac[0]-frac[1]) / 2
+	case 3:
+		mean := (frac[0] + frac[1] + frac[2]) / 3
+		var sum float64
+		for _, f := range frac {
+			sum += (f - mean) * (f - mean)
+		}
+		std = math.Sqrt(sum / 3)
+	}
+	return math.Floor((1 - std) * 100)
 }
 
 // ---- backfill ----

@@ -568,11 +568,11 @@ tiers: [{plugins: [{name: priority}, {name: gang}]}, {plugins: [{name: drf}, {na
 
 // params.placement replaces Volcano's node ordering in allocate. On two empty
 // 8-GPU nodes j1 (4 GPUs) starts at 0 on node 0; at 1 s a 1-GPU job arrives, at
-// 2 s an 8-GPU job. Volcano's own scores (the default binpack, whose CPU and
-// memory terms outweigh nodeorder's leastrequested here), best-fit and
-// first-fit put the 1-GPU job next to j1 and the 8-GPU job starts at 2 s;
-// spread puts it on the empty node 1, so the 8-GPU job waits until j1 ends at
-// 100 s. fgd runs through the same path; a topology-aware placement, which
+// 2 s an 8-GPU job. Best-fit and first-fit put the 1-GPU job next to j1 and the
+// 8-GPU job starts at 2 s; spread, and Volcano's own scores (nodeorder's
+// balancedresource counts nvidia.com/gpu: 70 on node 0 against 94 on the empty
+// node 1; the jobs request no CPU or memory, so binpack and leastrequested tie),
+// put it on node 1, so the 8-GPU job waits until j1 ends at 100 s. fgd runs through the same path; a topology-aware placement, which
 // cannot be confined to the predicates' nodes, is refused.
 func TestPlacementParam(t *testing.T) {
 	nodes := Nodes(2, 8)
@@ -581,7 +581,7 @@ func TestPlacementParam(t *testing.T) {
 		MakeJob("j2").GPUs(1).Dur(100).At(1).Obj(),
 		MakeJob("j3-big").GPUs(8).Dur(10).At(2).Obj(),
 	}
-	for placement, big := range map[string]float64{"": 2, "spread": 100, "best-fit": 2, "first-fit": 2, "fgd": 2} {
+	for placement, big := range map[string]float64{"": 100, "spread": 100, "best-fit": 2, "first-fit": 2, "fgd": 2} {
 		res := Run(t, nodes, newVolcano(t, "placement: \""+placement+"\""), jobs...)
 		if got := Starts(res)["j3-big"]; got != big {
 			t.Errorf("placement %q: j3-big started at %v, want %v\n%s", placement, got, big, Schedule(res))
@@ -592,5 +592,50 @@ func TestPlacementParam(t *testing.T) {
 	}
 	if _, err := New(Params{Placement: "tas"}); err == nil || !strings.Contains(err.Error(), "cannot be confined") {
 		t.Errorf("tas: error %v", err)
+	}
+}
+
+// Volcano's nodeorder balancedresource counts nvidia.com/gpu beside CPU and
+// memory (Volcano v1.10 nodeorder.go; kube-scheduler balancedResourceScorer),
+// so 1-GPU pods spread over nodes: four 1-GPU fillers land on four different
+// nodes of four, and a 2 x 8-GPU gang arriving at 8 s waits until two fillers
+// have ended (201 s), as the real scheduler did in issue 17's trial; with
+// CPU and memory only (the score before) it started at 8 s on two empty nodes.
+func TestBalancedAllocationCountsGPUs(t *testing.T) {
+	v := newVolcano(t, "")
+	rec := &startRecorder{Volcano: v, nodes: map[string][]sim.NodeID{}}
+	out := Run(t, Nodes(4, 8), rec,
+		MakeJob("f1").GPUs(1).Dur(200).Obj(),
+		MakeJob("f2").GPUs(1).Dur(200).At(1).Obj(),
+		MakeJob("f3").GPUs(1).Dur(200).At(2).Obj(),
+		MakeJob("f4").GPUs(1).Dur(200).At(3).Obj(),
+		MakeJob("g").Replicas(2).GPUs(8).Dur(10).At(8).Obj(),
+	)
+	seen := map[sim.NodeID]string{}
+	for _, f := range []string{"f1", "f2", "f3", "f4"} {
+		n := rec.nodes[f]
+		if len(n) != 1 {
+			t.Fatalf("%s on %v", f, n)
+		}
+		if o, dup := seen[n[0]]; dup {
+			t.Errorf("%s and %s share node %d: fillers should spread\n%s", o, f, n[0], Schedule(out))
+		}
+		seen[n[0]] = f
+	}
+	wantStarts(t, out, map[string]float64{"f1": 0, "f2": 1, "f3": 2, "f4": 3, "g": 201})
+
+	// The score by hand: 8-GPU node, no CPU or memory requested.
+	capN := res{8000, 1 << 20, 1 << 30}
+	for _, c := range []struct {
+		gpus float64
+		want float64
+	}{{1, 94}, {5, 70}, {8, 52}} {
+		u := res{c.gpus * 1000, 0, 0}
+		if got := balancedScore(u, capN, true); got != c.want {
+			t.Errorf("balancedScore with %v GPUs of 8 busy = %v, want %v", c.gpus, got, c.want)
+		}
+	}
+	if got := balancedScore(res{8000, 0, 0}, capN, false); got != 100 {
+		t.Errorf("a pod without GPUs: balancedScore = %v, want 100 (GPUs not counted)", got)
 	}
 }
