@@ -898,6 +898,20 @@ func (e *Engine) applyPreempt(p *Preempt) error {
 
 // killed ends a job stopped for good by its policy: work done (kept in
 // Job.Done), the whole run el wasted, overhead ovh, and a kill event.
+// applyEvict logs the eviction of pending job j before it started (Plan.Evict).
+func (e *Engine) applyEvict(r JobRef) error {
+	if r < 0 || int(r) >= len(e.jobs) {
+		return fmt.Errorf("no job %d", r)
+	}
+	j := &e.jobs[r]
+	if j.State != StatePending || int(r) >= e.nextArr {
+		return fmt.Errorf("job is %s, not pending", j.State)
+	}
+	j.Preempted++
+	e.record(EvEvict, r, 0)
+	return nil
+}
+
 func (e *Engine) killed(j *Job, done, el, ovh Duration) {
 	j.Done = done
 	j.Wasted += el

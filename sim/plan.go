@@ -161,6 +161,22 @@ func (p *Plan) AddMigrate(j JobRef, delay Duration, reason string) error {
 	return nil
 }
 
+// Evict records that the policy admitted pending job j and evicted it again
+// before it started, within this scheduling point (Kueue admitting a borrowing
+// workload in one cycle and reclaiming its quota in the next, at the same
+// instant, with a zero eviction grace period). The real system admits and
+// evicts it, so the engine logs EvEvict and counts it in Job.Preempted; the job
+// lost no work and stays pending. Bound to an engine it returns a *PlanError if
+// j is not pending.
+func (p *Plan) Evict(j JobRef) error {
+	if p.eng != nil {
+		if err := p.eng.applyEvict(j); err != nil {
+			return p.fail(fmt.Sprintf("evict (job %s)", p.eng.jobName(j)), err)
+		}
+	}
+	return nil
+}
+
 func (p *Plan) fail(decision string, err error) error {
 	pe := &PlanError{Policy: p.eng.policy.Name(), At: p.eng.now, Decision: decision, Err: err}
 	if p.err == nil {

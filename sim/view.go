@@ -40,10 +40,11 @@ const (
 	EvReserve // informational reservation (Value = reserved start time in µs)
 	EvWait    // informational: why a pending job was not started (Value = a Reason), logged when the reason changes
 	EvSuspend // paused (PreemptSuspend): keeps its work and memory, resumes with EvStart on the same nodes
+	EvEvict   // admitted by the policy and evicted before it started (Plan.Evict): counted as a preemption, no work lost
 	numEventKinds
 )
 
-var eventNames = [...]string{"arrive", "start", "finish", "preempt", "kill", "timeout", "reserve", "wait", "suspend"}
+var eventNames = [...]string{"arrive", "start", "finish", "preempt", "kill", "timeout", "reserve", "wait", "suspend", "evict"}
 
 // String returns the event kind's name (as written to events.parquet).
 func (k EventKind) String() string {

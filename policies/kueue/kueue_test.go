@@ -104,23 +104,29 @@ func TestReclaimWithinCohort(t *testing.T) {
 					t.Fatalf("a%02d started at %v, want %v\n%s", i, got, tc.wantA(i), Schedule(res))
 				}
 			}
-			preempted := 0
+			preempted, running := 0, 0
 			for i := range res.Jobs {
 				preempted += int(res.Jobs[i].Preempted)
 			}
+			for _, e := range res.Log {
+				if e.Kind == sim.EvPreempt {
+					running++
+				}
+			}
 			// Each of A's 16 jobs evicts one B workload. With a grace period, B
 			// re-borrows the quota A's finished jobs free; such a re-admitted
-			// workload, evicted before its pods ran, is not started (and so not
-			// preempted in the engine): 5 running victims and 11 never restarted.
-			wantEv, wantPre := 16, 16
+			// workload, evicted before its pods ran, is not started: 5 running
+			// victims (EvPreempt) and 11 evicted while admitted (EvEvict). Both
+			// count as preemptions, as Kueue counts both as evictions.
+			wantEv, wantRun := 16, 16
 			if tc.grace > 0 {
-				wantPre = 5
+				wantRun = 5
 			}
 			if tc.reclaim != "Any" {
-				wantEv, wantPre = 0, 0
+				wantEv, wantRun = 0, 0
 			}
-			if k.Evictions() != wantEv || preempted != wantPre {
-				t.Errorf("%d evictions, %d preemptions of running jobs; want %d, %d", k.Evictions(), preempted, wantEv, wantPre)
+			if k.Evictions() != wantEv || preempted != wantEv || running != wantRun {
+				t.Errorf("%d evictions, %d preemptions, %d of running jobs; want %d, %d, %d", k.Evictions(), preempted, running, wantEv, wantEv, wantRun)
 			}
 		})
 	}
@@ -270,16 +276,17 @@ spec: {clusterQueue: cq}
 	}
 }
 
-// Per-queue metrics: B's evictions of running jobs (5; see TestReclaimWithinCohort)
-// are counted as preemptions and the runs they cut short as wasted GPU-hours;
-// shares add up to 1.
+// Per-queue metrics: B's 16 evictions (5 of running jobs, 11 of admitted
+// workloads not yet started; see TestReclaimWithinCohort) are counted as
+// preemptions and the runs they cut short as wasted GPU-hours; shares add up
+// to 1.
 func TestPerQueueMetricsAfterReclaim(t *testing.T) {
 	k := newKueue(t, strings.Replace(twoTeams, "RECLAIM", "Any", 1), 30*sim.Second)
 	res := Run(t, Nodes(4, 8), k, teamJobs()...)
 	s := reports.Summarize(res, reports.Provenance{}, 0)
 	b, a := s.PerQueue["b"], s.PerQueue["a"]
-	if b.Preemptions != 5 || a.Preemptions != 0 {
-		t.Errorf("preemptions a=%d b=%d, want 0 and 5", a.Preemptions, b.Preemptions)
+	if b.Preemptions != 16 || a.Preemptions != 0 {
+		t.Errorf("preemptions a=%d b=%d, want 0 and 16", a.Preemptions, b.Preemptions)
 	}
 	// Recompute from the event log: each preempted run lasted from its start to the
 	// preemption, on one GPU.
@@ -326,5 +333,56 @@ spec:
 		if got != warn {
 			t.Errorf("namespaceSelector %s: warning %v, want %v (%v)", sel, got, warn, m.Warnings)
 		}
+	}
+}
+
+// Issue 17, gap 6: with evictionGracePeriod 0s, a workload admitted while
+// borrowing in one cycle and reclaimed in the next, at the same instant, is a
+// real Kueue eviction (the controller admits the Workload, then evicts it). On
+// 32 GPUs (team-a and team-b nominal 16 each, reclaimWithinCohort Any), at 0 s:
+// cycle 1 parks a's head a0 (40 GPUs, never fits) and admits b1 (b's nominal
+// 16); cycle 2 parks a0b (48 GPUs) and admits b2 by borrowing a's idle 16;
+// cycle 3 a1 reclaims a's quota and evicts b2 before its pods ran. The engine
+// logs it (EvEvict at 0 s) and counts it as b2's preemption; b2 starts when a1
+// frees the quota at 30 s.
+func TestAdmitThenReclaimAtOneInstantIsAnEviction(t *testing.T) {
+	k := newKueue(t, strings.Replace(twoTeams, "RECLAIM", "Any", 1), 0)
+	res := Run(t, Nodes(4, 8), k,
+		MakeJob("b1").Queue("b").Replicas(2).GPUs(8).Dur(100).Obj(),
+		MakeJob("b2").Queue("b").Replicas(2).GPUs(8).Dur(50).Obj(),
+		MakeJob("a0").Queue("a").Replicas(5).GPUs(8).Dur(10).Obj(),
+		MakeJob("a0b").Queue("a").Replicas(6).GPUs(8).Dur(10).Obj(),
+		MakeJob("a1").Queue("a").Replicas(2).GPUs(8).Dur(30).Obj(),
+	)
+	st := Starts(res)
+	for id, want := range map[string]float64{"b1": 0, "a1": 0, "b2": 30} {
+		if st[id] != want {
+			t.Errorf("%s started at %v, want %v\n%s", id, st[id], want, Schedule(res))
+		}
+	}
+	var evicts []string
+	for _, e := range res.Log {
+		if e.Kind == sim.EvEvict {
+			evicts = append(evicts, fmt.Sprintf("%s@%v", res.Jobs[e.Job].Spec.ID, e.Time.Seconds()))
+		}
+	}
+	if fmt.Sprint(evicts) != "[b2@0]" {
+		t.Errorf("evict events %v, want [b2@0]\n%s", evicts, Schedule(res))
+	}
+	for i := range res.Jobs {
+		j := &res.Jobs[i]
+		want := int32(0)
+		if j.Spec.ID == "b2" {
+			want = 1
+		}
+		if j.Preempted != want {
+			t.Errorf("%s preempted %d times, want %d", j.Spec.ID, j.Preempted, want)
+		}
+	}
+	if k.Evictions() != 1 {
+		t.Errorf("Kueue evictions %d, want 1", k.Evictions())
+	}
+	if b := reports.Summarize(res, reports.Provenance{}, 0).PerQueue["b"]; b.Preemptions != 1 || b.WastedGPUHours != 0 {
+		t.Errorf("queue b: %d preemptions, %v wasted GPU-hours; want 1 and 0", b.Preemptions, b.WastedGPUHours)
 	}
 }

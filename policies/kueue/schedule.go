@@ -114,6 +114,10 @@ func (k *Kueue) evict(p *sim.Plan, ev eviction) error {
 		if err := p.AddPreemptAfterGrace(w.job.Ref, sim.PreemptRequeue, "kueue preemption", k.grace); err != nil {
 			return err
 		}
+	} else if err := p.Evict(w.job.Ref); err != nil {
+		// Admitted (quota reserved) but not started: Kueue evicts the Workload
+		// all the same, so the engine logs and counts it (issue 17, gap 6).
+		return err
 	}
 	// Back in its queue at once: this scheduling point's cycles may re-admit it
 	// (waiting for the EvPreempt notification would leave it out until the next
@@ -289,7 +293,9 @@ func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
 		keep := k.evictions[:0]
 		for _, ev := range k.evictions {
 			if ev.at <= now {
-				_ = k.evict(p, ev)
+				if err := k.evict(p, ev); err != nil {
+					k.pendingErr = err
+				}
 				admitted++ // the sticky preemptor can now be admitted: run another cycle
 			} else {
 				keep = append(keep, ev)
