@@ -23,15 +23,17 @@ import (
 
 // Policy names (Gavel's get_policy names of the heterogeneity-aware variants).
 const (
-	MinTotalDuration = "min_total_duration"
-	MaxMinFairness   = "max_min_fairness"
+	MinTotalDuration   = "min_total_duration"
+	MaxMinFairness     = "max_min_fairness"
+	FinishTimeFairness = "finish_time_fairness"
 )
 
 // Params are the gavel policy's parameters.
 type Params struct {
 	// Policy is the allocation policy: min_total_duration (default; Gavel's
-	// MinTotalDurationPolicy, name MinTotalDuration_Perf) or max_min_fairness
-	// (MaxMinFairnessPolicyWithPerf).
+	// MinTotalDurationPolicy, name MinTotalDuration_Perf), max_min_fairness
+	// (MaxMinFairnessPolicyWithPerf) or finish_time_fairness
+	// (FinishTimeFairnessPolicyWithPerf: Themis's ρ, minimised at its max).
 	Policy string `yaml:"policy"`
 	// Round is the round length (Gavel's time_per_iteration, default 360s).
 	Round *policies.Dur `yaml:"round"`
@@ -43,8 +45,8 @@ type Params struct {
 func init() {
 	policies.Register(policies.Info{
 		Name:    "gavel",
-		Summary: "Gavel (OSDI'20): rounds of 360 s; an LP time-share allocation per job and GPU type (min_total_duration or max_min_fairness) from a throughput table, priorities = allocation / time received; needs throughputs: in the scenario.",
-		Params:  "policy: min_total_duration|max_min_fairness; round (360s); resetInterval (1920s)",
+		Summary: "Gavel (OSDI'20): rounds of 360 s; an LP time-share allocation per job and GPU type (min_total_duration, max_min_fairness or finish_time_fairness) from a throughput table, priorities = allocation / time received; needs throughputs: in the scenario.",
+		Params:  "policy: min_total_duration|max_min_fairness|finish_time_fairness; round (360s); resetInterval (1920s)",
 	}, func(n *yaml.Node, env policies.Env) (sim.Policy, error) {
 		var p Params
 		if err := policies.DecodeParams(n, &p); err != nil {
@@ -62,10 +64,10 @@ func New(p Params, tt *workloads.ThroughputTable, ref int) (*Gavel, error) {
 	switch p.Policy {
 	case "", MinTotalDuration:
 		g.policy = MinTotalDuration
-	case MaxMinFairness:
-		g.policy = MaxMinFairness
+	case MaxMinFairness, FinishTimeFairness:
+		g.policy = p.Policy
 	default:
-		errs = append(errs, fmt.Errorf("policy: unknown %q (want %s or %s)", p.Policy, MinTotalDuration, MaxMinFairness))
+		errs = append(errs, fmt.Errorf("policy: unknown %q (want %s, %s or %s)", p.Policy, MinTotalDuration, MaxMinFairness, FinishTimeFairness))
 	}
 	if p.Round != nil {
 		if g.round = sim.Duration(*p.Round); g.round < sim.Second {
@@ -377,7 +379,7 @@ func (g *Gavel) updatePriorities(now sim.Time) error {
 	t := now.Seconds()
 	if g.needUpdate && (t-g.lastReset >= g.reset.Seconds() || g.lastReset == 0) {
 		g.resetTimeRunSoFar(t)
-		if err := g.allocate(); err != nil {
+		if err := g.allocate(t); err != nil {
 			return err
 		}
 		g.needUpdate = false

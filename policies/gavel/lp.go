@@ -13,7 +13,7 @@ import (
 // allocate computes the allocation x[j][w] (time share of job j on worker type
 // w) for the active jobs: Scheduler._compute_allocation with the policy's
 // get_allocation.
-func (g *Gavel) allocate() error {
+func (g *Gavel) allocate(now float64) error {
 	g.LPs++
 	nj, nw := len(g.active), len(g.types)
 	if nj == 0 {
@@ -22,8 +22,10 @@ func (g *Gavel) allocate() error {
 	tput := make([][]float64, nj)
 	sf := make([]float64, nj)
 	rem := make([]float64, nj)
+	since := make([]float64, nj)
 	for i, gj := range g.active {
 		tput[i], sf[i], rem[i] = gj.tput, float64(gj.sf), g.remaining(gj)
+		since[i] = max(now-gj.j.Spec.Submit.Seconds(), 0)
 	}
 	workers := make([]float64, nw)
 	for w, wt := range g.types {
@@ -34,6 +36,8 @@ func (g *Gavel) allocate() error {
 	switch g.policy {
 	case MaxMinFairness:
 		x, err = maxMinFairness(tput, sf, workers)
+	case FinishTimeFairness:
+		x, err = finishTimeFairness(tput, sf, rem, since, workers)
 	default:
 		x, err = minTotalDuration(tput, sf, rem, workers)
 	}
@@ -184,6 +188,17 @@ func minTotalDuration(tput [][]float64, sf, rem, workers []float64) ([][]float64
 // centerMTD moves the feasible allocation x of minTotalDuration at makespan T
 // to the analytic center of its constraints (see center).
 func centerMTD(x []float64, T float64, tput [][]float64, sf, rem, workers []float64) []float64 {
+	need := make([]float64, len(rem))
+	for j := range rem {
+		need[j] = rem[j] / T
+	}
+	return centerNeed(x, need, tput, sf, workers)
+}
+
+// centerNeed moves the feasible allocation x of the constraints "job j's
+// throughput is at least need[j]" (and the base constraints) to their
+// analytic center (see center).
+func centerNeed(x []float64, need []float64, tput [][]float64, sf, workers []float64) []float64 {
 	nj, nw := len(sf), len(workers)
 	var G [][]float64
 	var h []float64
@@ -207,7 +222,7 @@ func centerMTD(x []float64, T float64, tput [][]float64, sf, rem, workers []floa
 		for w := 0; w < nw; w++ {
 			r[j*nw+w] = -tput[j][w]
 		}
-		G, h = append(G, r), append(h, -rem[j]/T)
+		G, h = append(G, r), append(h, -need[j])
 	}
 	for k := 0; k < nj*nw; k++ {
 		r := row()
@@ -221,8 +236,8 @@ func centerMTD(x []float64, T float64, tput [][]float64, sf, rem, workers []floa
 		for w := 0; w < nw; w++ {
 			rate += tput[j][w] * x[j*nw+w]
 		}
-		if rem[j] > 0 {
-			delta = min(delta, rate/(rem[j]/T)-1)
+		if need[j] > 0 {
+			delta = min(delta, rate/need[j]-1)
 		}
 	}
 	if !(delta > 1e-9) {
@@ -253,6 +268,23 @@ func centerMTD(x []float64, T float64, tput [][]float64, sf, rem, workers []floa
 // problem with every throughput 1).
 func maxMinFairness(tput [][]float64, sf, workers []float64) ([][]float64, error) {
 	nj, nw := len(sf), len(workers)
+	norm, err := isolatedThroughputs(tput, sf, workers)
+	if err != nil {
+		return nil, err
+	}
+	x, err := maxMin(tput, sf, workers, norm)
+	if err != nil {
+		return nil, err
+	}
+	return unflatten(x, nj, nw), nil
+}
+
+// isolatedThroughputs returns each job's throughput under Gavel's
+// heterogeneity-agnostic max-min allocation (MaxMinFairnessPolicy: every
+// usable type counts as throughput 1), the isolated_throughputs of
+// FinishTimeFairnessPolicyWithPerf and the normaliser of maxMinFairness.
+func isolatedThroughputs(tput [][]float64, sf, workers []float64) ([]float64, error) {
+	nj, nw := len(sf), len(workers)
 	ones := make([][]float64, nj)
 	for j := range ones {
 		ones[j] = make([]float64, nw)
@@ -270,20 +302,118 @@ func maxMinFairness(tput [][]float64, sf, workers []float64) ([][]float64, error
 	if err != nil {
 		return nil, err
 	}
-	norm := make([]float64, nj)
-	for j := range norm {
+	thr := make([]float64, nj)
+	for j := range thr {
 		for w := 0; w < nw; w++ {
-			norm[j] += tput[j][w] * iso[j*nw+w]
+			thr[j] += tput[j][w] * iso[j*nw+w]
 		}
-		if norm[j] <= 0 {
+		if thr[j] <= 0 {
 			return nil, fmt.Errorf("job %d gets no isolated throughput", j)
 		}
 	}
-	x, err := maxMin(tput, sf, workers, norm)
+	return thr, nil
+}
+
+// finishTimeFairness is FinishTimeFairnessPolicyWithPerf.get_allocation
+// (scheduler/policies/finish_time_fairness.py): minimise max_j ρ_j(x), the
+// Themis finish-time fairness ratio
+//
+//	ρ_j(x) = (since_j + rem_j / thr_j(x)) / (since_j + rem_j / iso_j)
+//
+// where since_j is the time since the job arrived, rem_j its remaining steps,
+// thr_j(x) = Σ_w T[j][w] x[j][w] and iso_j its throughput under the
+// heterogeneity-agnostic max-min allocation (isolatedThroughputs). Gavel hands
+// the convex program to cvxpy; here ρ_j(x) <= R is the linear constraint
+// thr_j(x) >= rem_j / (R·E_j - since_j) (E_j the denominator), so the optimum
+// is found by bisection on R over LP feasibility problems. R = 1 is always
+// feasible (the isolated allocation), so R* is in (max_j since_j/E_j, 1]; the
+// search stops at a relative gap of 1e-4, and the allocation is the analytic
+// center of the constraints at the smallest feasible R found, as for
+// minTotalDuration.
+func finishTimeFairness(tput [][]float64, sf, rem, since, workers []float64) ([][]float64, error) {
+	iso, err := isolatedThroughputs(tput, sf, workers)
 	if err != nil {
 		return nil, err
 	}
-	return unflatten(x, nj, nw), nil
+	return finishTimeFairnessIso(tput, sf, rem, since, workers, iso)
+}
+
+// finishTimeFairnessIso is finishTimeFairness with the isolated throughputs
+// given.
+func finishTimeFairnessIso(tput [][]float64, sf, rem, since, workers, iso []float64) ([][]float64, error) {
+	nj, nw := len(sf), len(workers)
+	E := make([]float64, nj)
+	lo := 0.0
+	for j := range E {
+		E[j] = since[j] + rem[j]/iso[j]
+		if E[j] > 0 {
+			lo = max(lo, since[j]/E[j])
+		}
+	}
+	need := func(R float64) ([]float64, bool) {
+		n := make([]float64, nj)
+		for j := range n {
+			if rem[j] <= 0 {
+				continue
+			}
+			d := R*E[j] - since[j]
+			if d <= 0 {
+				return nil, false
+			}
+			n[j] = rem[j] / d
+		}
+		return n, true
+	}
+	feasible := func(R float64) ([]float64, []float64, bool, error) {
+		n, ok := need(R)
+		if !ok {
+			return nil, nil, false, nil
+		}
+		b := newLP(sf, workers, 1)
+		for j := range sf {
+			r := b.row()
+			for w := 0; w < nw; w++ {
+				r[j*nw+w] = tput[j][w]
+			}
+			r[nj*nw] = -n[j]
+			b.add(r, -1, n[j])
+		}
+		r := b.row()
+		r[nj*nw] = 1
+		b.add(r, +1, 1)
+		c := make([]float64, nj*nw+1)
+		c[nj*nw] = -1
+		x, ok, err := b.solve(c)
+		if ok {
+			x = x[:nj*nw]
+		}
+		return x, n, ok, err
+	}
+	hi := 1.0
+	best, bestNeed, ok, err := feasible(hi)
+	for err == nil && !ok && hi < 1e6 { // numerically, R = 1 may miss by a hair
+		hi *= 1.01
+		best, bestNeed, ok, err = feasible(hi)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errors.New("no feasible finish-time fairness allocation")
+	}
+	for hi-lo > 1e-4*hi {
+		R := (lo + hi) / 2
+		x, n, ok, err := feasible(R)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			best, bestNeed, hi = x, n, R
+		} else {
+			lo = R
+		}
+	}
+	return unflatten(centerNeed(best, bestNeed, tput, sf, workers), nj, nw), nil
 }
 
 // maxMin maximises t subject to Σ_w tput[j][w] sf_j x[j][w] / norm_j >= t for

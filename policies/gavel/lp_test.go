@@ -72,3 +72,49 @@ func TestMaxMinFairnessByHand(t *testing.T) {
 		}
 	}
 }
+
+// Finish-time fairness by hand (Themis's ρ as Gavel's
+// FinishTimeFairnessPolicyWithPerf defines it). Types F and S, one GPU each.
+// Job a runs 10 steps/s on F and 1 on S, has run 100 s and has 100 steps
+// left; its isolated throughput is 1, so E_a = 100 + 100/1 = 200 and
+// ρ_a = (100 + 100/thr_a)/200 >= 0.5, at best 0.55 with all of F. Job b runs 1
+// step/s on either, has just arrived, 100 steps left and isolated throughput
+// 0.5: E_b = 200, ρ_b = (100/thr_b)/200 >= 0.5, 0.5 with a whole GPU. Both bests
+// fit together (a on F, b on S), so min max ρ = 0.55.
+func TestFinishTimeFairnessByHand(t *testing.T) {
+	tput := [][]float64{{10, 1}, {1, 1}}
+	sf := []float64{1, 1}
+	rem := []float64{100, 100}
+	since := []float64{100, 0}
+	workers := []float64{1, 1}
+	x, err := finishTimeFairnessIso(tput, sf, rem, since, workers, []float64{1, 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rho := func(j int, E float64) float64 {
+		thr := tput[j][0]*x[j][0] + tput[j][1]*x[j][1]
+		return (since[j] + rem[j]/thr) / E
+	}
+	ra, rb := rho(0, 200), rho(1, 200)
+	if math.Abs(max(ra, rb)-0.55) > 1e-3 {
+		t.Errorf("allocation %v: max ρ = max(%.4f, %.4f), want 0.55", x, ra, rb)
+	}
+	if x[0][0] < 0.99 {
+		t.Errorf("job a gets %v of F, want all of it", x[0][0])
+	}
+	for w := range workers {
+		if s := x[0][w] + x[1][w]; s > workers[w]+1e-9 {
+			t.Errorf("type %d over-allocated: %v", w, s)
+		}
+	}
+
+	// Through the isolated allocation: on one type, max-min already equalises
+	// ρ at 1 for two identical jobs (each half the GPU), and nothing does better.
+	x, err = finishTimeFairness([][]float64{{1}, {1}}, []float64{1, 1}, []float64{100, 300}, []float64{0, 50}, []float64{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(x[0][0]-0.5) > 1e-3 || math.Abs(x[1][0]-0.5) > 1e-3 {
+		t.Errorf("one GPU, two jobs: allocation %v, want half each (ρ = 1 for both)", x)
+	}
+}
