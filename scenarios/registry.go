@@ -10,6 +10,7 @@ import (
 	_ "github.com/gpusim/gpusim/policies/lucid"
 	_ "github.com/gpusim/gpusim/policies/qssf"
 	_ "github.com/gpusim/gpusim/policies/slurm"
+	_ "github.com/gpusim/gpusim/policies/themis"
 	_ "github.com/gpusim/gpusim/policies/tiresias"
 	_ "github.com/gpusim/gpusim/policies/volcano"
 )
