@@ -65,21 +65,69 @@ func (f *Figure) WriterTo(format string) (io.WriterTo, error) {
 	}
 	dc := draw.New(c)
 	if len(f.Grid) == 1 && len(f.Grid[0]) == 1 {
-		f.Grid[0][0].Draw(dc)
+		drawPlot(f.Grid[0][0], dc)
 		return c, nil
 	}
 	rows, cols := len(f.Grid), len(f.Grid[0])
 	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(12), PadY: vg.Points(12),
 		PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(6)}
+	labels := make([][]string, rows)
+	for r := range f.Grid { // Align must size the plots as drawPlot draws them
+		labels[r] = make([]string, len(f.Grid[r]))
+		for k, p := range f.Grid[r] {
+			if p != nil {
+				labels[r][k], p.X.Label.Text = p.X.Label.Text, ""
+			}
+		}
+	}
 	canvases := plot.Align(f.Grid, tiles, dc)
 	for r := range f.Grid {
 		for k, p := range f.Grid[r] {
 			if p != nil {
-				p.Draw(canvases[r][k])
+				p.X.Label.Text = labels[r][k]
+				drawPlot(p, canvases[r][k])
 			}
 		}
 	}
 	return c, nil
+}
+
+// drawPlot draws p on c with two changes to gonum/plot's layout:
+//   - the x-axis label is drawn by hand, centred under the data area:
+//     gonum/plot (v0.17 horizontalAxis.GlyphBoxes) places the label's glyph box
+//     at the data midpoint Norm((Min+Max)/2), which on a logarithmic axis lies
+//     near the right end, so a long label made Plot.Draw shrink the data area by
+//     a third to keep the box inside the canvas;
+//   - the legend goes in a column right of the axes, top-aligned with the data
+//     area, so it never covers a line.
+func drawPlot(p *plot.Plot, c draw.Canvas) {
+	lbl := p.X.Label.Text
+	sty := p.X.Label.TextStyle
+	sty.XAlign, sty.YAlign = draw.XCenter, draw.YBottom
+	inner := c
+	if lbl != "" {
+		inner.Min.Y += sty.Height(lbl) + p.X.Label.Padding
+		p.X.Label.Text = ""
+		defer func() { p.X.Label.Text = lbl }()
+	}
+	leg := p.Legend
+	legW := leg.Rectangle(inner).Size().X
+	if legW > 0 {
+		inner.Max.X -= legW + vg.Points(14) // 10 pt gap, 4 pt right margin
+		p.Legend = plot.NewLegend()
+		defer func() { p.Legend = leg }()
+	}
+	p.Draw(inner)
+	dac := p.DataCanvas(inner)
+	if lbl != "" {
+		c.FillText(sty, vg.Point{X: (dac.Min.X + dac.Max.X) / 2, Y: c.Min.Y + sty.FontExtents().Descent}, lbl)
+	}
+	if legW > 0 {
+		area := dac
+		area.Min.X, area.Max.X = c.Max.X-legW-vg.Points(4), c.Max.X-vg.Points(4)
+		leg.Top, leg.Left, leg.XOffs, leg.YOffs = true, true, 0, 0
+		leg.Draw(area)
+	}
 }
 
 // Render returns the figure's bytes in format ("png" or "svg").

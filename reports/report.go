@@ -237,7 +237,7 @@ func (rep *Report) Figures() []*Figure {
 		for _, g := range rep.Groups {
 			ss = append(ss, Series{Name: g.Label, Values: pooled(g, "", value), Policy: true})
 		}
-		figs = append(figs, &Figure{Name: name, Title: title, Width: 7 * in, Height: 4.5 * in,
+		figs = append(figs, &Figure{Name: name, Title: title, Width: 9 * in, Height: 4.5 * in,
 			Grid: [][]*plot.Plot{{CDFPlot(title, quantity, ss)}}})
 	}
 	cdf("wait_cdf", "Queue time CDF per policy (jobs that started)", "Queue time", waitOf)
