@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -26,6 +27,8 @@ const (
 	MinTotalDuration   = "min_total_duration"
 	MaxMinFairness     = "max_min_fairness"
 	FinishTimeFairness = "finish_time_fairness"
+	MaxSumThroughput   = "max_sum_throughput"
+	CostNormalized     = "max_sum_throughput_normalized_by_cost"
 )
 
 // Params are the gavel policy's parameters.
@@ -33,20 +36,27 @@ type Params struct {
 	// Policy is the allocation policy: min_total_duration (default; Gavel's
 	// MinTotalDurationPolicy, name MinTotalDuration_Perf), max_min_fairness
 	// (MaxMinFairnessPolicyWithPerf) or finish_time_fairness
-	// (FinishTimeFairnessPolicyWithPerf: Themis's ρ, minimised at its max).
+	// (FinishTimeFairnessPolicyWithPerf: Themis's ρ, minimised at its max),
+	// max_sum_throughput (ThroughputSumWithPerf) or
+	// max_sum_throughput_normalized_by_cost (ThroughputNormalizedByCostSumWithPerf:
+	// throughput per unit of Costs).
 	Policy string `yaml:"policy"`
 	// Round is the round length (Gavel's time_per_iteration, default 360s).
 	Round *policies.Dur `yaml:"round"`
 	// ResetInterval is the least time between allocation resets (Gavel's
 	// minimum_time_between_allocation_resets, default 1920s).
 	ResetInterval *policies.Dur `yaml:"resetInterval"`
+	// Costs are the instance costs per GPU type of the throughput table (e.g.
+	// dollars per hour; types left out cost 1), for
+	// max_sum_throughput_normalized_by_cost.
+	Costs map[string]float64 `yaml:"costs"`
 }
 
 func init() {
 	policies.Register(policies.Info{
 		Name:    "gavel",
-		Summary: "Gavel (OSDI'20): rounds of 360 s; an LP time-share allocation per job and GPU type (min_total_duration, max_min_fairness or finish_time_fairness) from a throughput table, priorities = allocation / time received; needs throughputs: in the scenario.",
-		Params:  "policy: min_total_duration|max_min_fairness|finish_time_fairness; round (360s); resetInterval (1920s)",
+		Summary: "Gavel (OSDI'20): rounds of 360 s; an LP time-share allocation per job and GPU type (min_total_duration, max_min_fairness, finish_time_fairness, max_sum_throughput or max_sum_throughput_normalized_by_cost) from a throughput table, priorities = allocation / time received; needs throughputs: in the scenario.",
+		Params:  "policy: min_total_duration|max_min_fairness|finish_time_fairness|max_sum_throughput|max_sum_throughput_normalized_by_cost; round (360s); resetInterval (1920s); costs (per GPU type, 1)",
 	}, func(n *yaml.Node, env policies.Env) (sim.Policy, error) {
 		var p Params
 		if err := policies.DecodeParams(n, &p); err != nil {
@@ -64,10 +74,11 @@ func New(p Params, tt *workloads.ThroughputTable, ref int) (*Gavel, error) {
 	switch p.Policy {
 	case "", MinTotalDuration:
 		g.policy = MinTotalDuration
-	case MaxMinFairness, FinishTimeFairness:
+	case MaxMinFairness, FinishTimeFairness, MaxSumThroughput, CostNormalized:
 		g.policy = p.Policy
 	default:
-		errs = append(errs, fmt.Errorf("policy: unknown %q (want %s, %s or %s)", p.Policy, MinTotalDuration, MaxMinFairness, FinishTimeFairness))
+		errs = append(errs, fmt.Errorf("policy: unknown %q (want %s)", p.Policy,
+			strings.Join([]string{MinTotalDuration, MaxMinFairness, FinishTimeFairness, MaxSumThroughput, CostNormalized}, ", ")))
 	}
 	if p.Round != nil {
 		if g.round = sim.Duration(*p.Round); g.round < sim.Second {
@@ -81,6 +92,19 @@ func New(p Params, tt *workloads.ThroughputTable, ref int) (*Gavel, error) {
 	}
 	if tt == nil {
 		errs = append(errs, errors.New("gavel needs a throughput table: add throughputs: to the scenario (docs/gavel.md)"))
+	}
+	if len(p.Costs) > 0 {
+		names := slices.Sorted(maps.Keys(p.Costs))
+		for _, k := range names {
+			c := p.Costs[k]
+			switch {
+			case !(c > 0) || math.IsInf(c, 0):
+				errs = append(errs, fmt.Errorf("costs.%s: must be a positive number", k))
+			case tt != nil && tt.TypeIndex(k) < 0:
+				errs = append(errs, fmt.Errorf("costs.%s: not a GPU type of the throughput table (%s)", k, strings.Join(tt.GPUTypes(), ", ")))
+			}
+		}
+		g.costs = p.Costs
 	}
 	if len(errs) > 0 {
 		return nil, &policies.ConfigError{Err: errors.Join(errs...)}
@@ -117,6 +141,7 @@ type gjob struct {
 // Gavel is the gavel policy. See the package documentation.
 type Gavel struct {
 	policy       string
+	costs        map[string]float64
 	round, reset sim.Duration
 	tt           *workloads.ThroughputTable
 	ref          int

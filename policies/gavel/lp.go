@@ -38,6 +38,15 @@ func (g *Gavel) allocate(now float64) error {
 		x, err = maxMinFairness(tput, sf, workers)
 	case FinishTimeFairness:
 		x, err = finishTimeFairness(tput, sf, rem, since, workers)
+	case MaxSumThroughput, CostNormalized:
+		cost := make([]float64, nw)
+		for w, wt := range g.types {
+			cost[w] = 1
+			if c, ok := g.costs[wt.name]; ok && g.policy == CostNormalized {
+				cost[w] = c
+			}
+		}
+		x, err = maxSumThroughput(tput, sf, workers, cost)
 	default:
 		x, err = minTotalDuration(tput, sf, rem, workers)
 	}
@@ -414,6 +423,31 @@ func finishTimeFairnessIso(tput [][]float64, sf, rem, since, workers, iso []floa
 		}
 	}
 	return unflatten(centerNeed(best, bestNeed, tput, sf, workers), nj, nw), nil
+}
+
+// maxSumThroughput is ThroughputNormalizedByCostSumWithPerfSLOs.get_allocation
+// without SLOs (scheduler/policies/max_sum_throughput.py): maximise
+// Σ_j Σ_w T[j][w] / cost_w · x[j][w] under the base constraints (cost 1 for
+// every type: ThroughputSumWithPerf). A linear program; the simplex returns a
+// vertex of the optimal face where ECOS would return an interior point of it
+// when the optimum is not unique.
+func maxSumThroughput(tput [][]float64, sf, workers, cost []float64) ([][]float64, error) {
+	nj, nw := len(sf), len(workers)
+	b := newLP(sf, workers, 0)
+	c := make([]float64, nj*nw)
+	for j := range sf {
+		for w := 0; w < nw; w++ {
+			c[j*nw+w] = -tput[j][w] / cost[w]
+		}
+	}
+	x, ok, err := b.solve(c)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errors.New("infeasible")
+	}
+	return unflatten(x, nj, nw), nil
 }
 
 // maxMin maximises t subject to Σ_w tput[j][w] sf_j x[j][w] / norm_j >= t for

@@ -118,3 +118,31 @@ func TestFinishTimeFairnessByHand(t *testing.T) {
 		t.Errorf("one GPU, two jobs: allocation %v, want half each (ρ = 1 for both)", x)
 	}
 }
+
+// Max sum throughput by hand: types F and S, one GPU each; job a runs 3
+// steps/s on F and 1 on S, job b 2 and 2. The sum 3·x_aF + x_aS + 2·x_bF +
+// 2·x_bS is largest with a on F and b on S (5 steps/s). Normalised by cost with
+// F costing 4 and S 1, per-cost throughputs are a: 0.75 and 1, b: 0.5 and 2;
+// the optimum puts b on S (2) and a on F (0.75): 2.75, against a on S and b on
+// F (1.5).
+func TestMaxSumThroughputByHand(t *testing.T) {
+	tput := [][]float64{{3, 1}, {2, 2}}
+	for _, c := range []struct {
+		cost []float64
+		want float64
+	}{{[]float64{1, 1}, 5}, {[]float64{4, 1}, 2.75}} {
+		x, err := maxSumThroughput(tput, []float64{1, 1}, []float64{1, 1}, c.cost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got float64
+		for j := range x {
+			for w := range x[j] {
+				got += tput[j][w] / c.cost[w] * x[j][w]
+			}
+		}
+		if math.Abs(got-c.want) > 1e-9 || x[0][0] < 1-1e-9 || x[1][1] < 1-1e-9 {
+			t.Errorf("costs %v: allocation %v, objective %v; want a on F, b on S, %v", c.cost, x, got, c.want)
+		}
+	}
+}
