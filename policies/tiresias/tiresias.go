@@ -37,13 +37,29 @@ type Params struct {
 	// Placement places the jobs a pass starts (default best-fit, consolidating
 	// like the simulator's yarn scheme).
 	Placement string `yaml:"placement"`
+	// Mode is dlas (default: the queues above) or sjf: the simulator's own
+	// preemptive smallest-job-first (run_sim.py smallest_first_sim_jobs): jobs
+	// by fewest GPUs, ties by arrival, every job that fits selected; Thresholds,
+	// Service, PromoteKnob, QueueOrder and Accounting do not apply.
+	Mode string `yaml:"mode"`
+	// QueueOrder orders the jobs of one queue: entry (default: by entry into
+	// the queue) or running-first (dlas_sim_jobs: after each pass the jobs left
+	// waiting move, in order, behind the running ones).
+	QueueOrder string `yaml:"queueOrder"`
+	// Accounting is exact (default: demotion the microsecond the service
+	// reaches a threshold; promotion after P x executed time waited since the
+	// job last ran) or simulator (dlas_sim_jobs): a running job is demoted at
+	// most one queue per scheduling point, when its whole seconds of service
+	// reach the threshold, and the next check is the simulator's jump time;
+	// the promotion clock is the time waited since the last promotion.
+	Accounting string `yaml:"accounting"`
 }
 
 func init() {
 	policies.Register(policies.Info{
 		Name:    "tiresias",
 		Summary: "Tiresias (NSDI'19): discretized 2D-LAS: jobs demoted through priority queues by attained GPU-time, queues in order, FIFO within a queue, no head-of-line blocking; preempted jobs keep their progress.",
-		Params:  "thresholds ([3250s, 7200s]); service: gpu-time|time; promoteKnob (0 = off); placement (best-fit)",
+		Params:  "thresholds ([3250s, 7200s]); service: gpu-time|time; promoteKnob (0 = off); placement (best-fit); mode: dlas|sjf; queueOrder: entry|running-first; accounting: exact|simulator",
 	}, func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
 		var p Params
 		if err := policies.DecodeParams(n, &p); err != nil {
@@ -74,6 +90,27 @@ func New(p Params) (*Tiresias, error) {
 	default:
 		errs = append(errs, fmt.Errorf("service: unknown %q (want gpu-time or time)", p.Service))
 	}
+	switch p.Mode {
+	case "", "dlas":
+	case "sjf":
+		t.sjf = true
+	default:
+		errs = append(errs, fmt.Errorf("mode: unknown %q (want dlas or sjf)", p.Mode))
+	}
+	switch p.QueueOrder {
+	case "", "entry":
+	case "running-first":
+		t.runningFirst = true
+	default:
+		errs = append(errs, fmt.Errorf("queueOrder: unknown %q (want entry or running-first)", p.QueueOrder))
+	}
+	switch p.Accounting {
+	case "", "exact":
+	case "simulator":
+		t.simAcct = true
+	default:
+		errs = append(errs, fmt.Errorf("accounting: unknown %q (want exact or simulator)", p.Accounting))
+	}
 	if p.PromoteKnob < 0 {
 		errs = append(errs, errors.New("promoteKnob: must be >= 0"))
 	}
@@ -99,6 +136,9 @@ type tjob struct {
 	executed float64  // seconds run since arrival or the last promotion
 	stopped  sim.Time // when it last stopped running (pending since)
 	ran      bool
+	arrival  int64   // order of arrival (sjf ties)
+	selected bool    // selected by the current pass
+	waited   float64 // accounting simulator: seconds waited after running, since the last promotion
 }
 
 // Tiresias is the tiresias policy. See the package documentation.
@@ -107,6 +147,12 @@ type Tiresias struct {
 	gpuTime bool
 	knob    float64
 	placer  placement.Placer
+	// sjf, runningFirst and simAcct are Mode sjf, QueueOrder running-first
+	// and Accounting simulator.
+	sjf, runningFirst, simAcct bool
+	// eventAt is the time of the last arrival or end, jump the simulator's
+	// next_job_jump (accounting simulator: the only other scheduling point).
+	eventAt, jump sim.Time
 
 	jobs     []*tjob // by ref; nil until arrival
 	live     []*tjob // arrived and not ended
@@ -128,8 +174,12 @@ func (t *Tiresias) Observe(v *sim.View, e sim.Event) {
 		t.jobs = make([]*tjob, v.NumJobs())
 	}
 	switch e.Kind {
+	case sim.EvArrive, sim.EvFinish, sim.EvKill, sim.EvTimeout:
+		t.eventAt = v.Now()
+	}
+	switch e.Kind {
 	case sim.EvArrive:
-		tj := &tjob{j: v.Job(e.Job), seq: t.seq, stopped: v.Now()}
+		tj := &tjob{j: v.Job(e.Job), seq: t.seq, arrival: t.seq, stopped: v.Now()}
 		t.seq++
 		t.jobs[e.Job] = tj
 		t.live = append(t.live, tj)
@@ -160,6 +210,8 @@ func (t *Tiresias) account(now sim.Time) {
 	for _, tj := range t.live {
 		if tj.j.State == sim.StateRunning {
 			tj.executed += d
+		} else if tj.executed > 0 {
+			tj.waited += d
 		}
 	}
 	t.last = now
@@ -181,39 +233,62 @@ func (t *Tiresias) Schedule(v *sim.View, p *sim.Plan) error {
 		t.prepared = c
 	}
 	now := v.Now()
-	t.account(now)
-	for _, tj := range t.live {
-		for tj.queue < len(t.limits) && t.service(tj) >= t.limits[tj.queue]-1e-6 {
-			tj.queue++
-			tj.seq = t.seq
-			t.seq++
-			t.Demotions++
+	if t.simAcct && now != t.eventAt && now != t.jump {
+		// Not a point of dlas_sim_jobs (an earlier jump it has since
+		// recomputed, another wake-up): the simulator does nothing here.
+		if t.jump > now {
+			p.Wake(t.jump)
 		}
-		if t.knob > 0 && tj.queue > 0 && tj.ran && tj.j.State == sim.StatePending &&
-			now.Sub(tj.stopped).Seconds() >= t.knob*tj.executed {
-			tj.queue, tj.executed = 0, 0
-			tj.seq = t.seq
-			t.seq++
-			t.Promotions++
+		return nil
+	}
+	t.account(now)
+	switch {
+	case t.sjf:
+	case t.simAcct:
+		t.simulatorMoves()
+	default:
+		for _, tj := range t.live {
+			for tj.queue < len(t.limits) && t.service(tj) >= t.limits[tj.queue]-1e-6 {
+				tj.queue++
+				tj.seq = t.seq
+				t.seq++
+				t.Demotions++
+			}
+			if t.knob > 0 && tj.queue > 0 && tj.ran && tj.j.State == sim.StatePending &&
+				now.Sub(tj.stopped).Seconds() >= t.knob*tj.executed {
+				tj.queue, tj.executed = 0, 0
+				tj.seq = t.seq
+				t.seq++
+				t.Promotions++
+			}
 		}
 	}
 	t.order = append(t.order[:0], t.live...)
-	slices.SortFunc(t.order, func(a, b *tjob) int {
-		if a.queue != b.queue {
-			return a.queue - b.queue
-		}
-		return int(a.seq - b.seq)
-	})
+	if t.sjf {
+		slices.SortFunc(t.order, func(a, b *tjob) int {
+			if ga, gb := a.j.Spec.TotalGPUs(), b.j.Spec.TotalGPUs(); ga != gb {
+				return int(ga - gb)
+			}
+			return int(a.arrival - b.arrival)
+		})
+	} else {
+		slices.SortFunc(t.order, func(a, b *tjob) int {
+			if a.queue != b.queue {
+				return a.queue - b.queue
+			}
+			return int(a.seq - b.seq)
+		})
+	}
 	free := c.NumGPUs()
-	selected := make(map[*tjob]bool, len(t.order))
 	for _, tj := range t.order {
+		tj.selected = false
 		if g := int64(tj.j.Spec.TotalGPUs()); g <= free {
 			free -= g
-			selected[tj] = true
+			tj.selected = true
 		}
 	}
 	for _, tj := range t.order {
-		if tj.j.State == sim.StateRunning && !selected[tj] {
+		if tj.j.State == sim.StateRunning && !tj.selected {
 			if err := p.AddPreempt(tj.j.Ref, sim.PreemptLease, "tiresias: lower priority"); err != nil {
 				return err
 			}
@@ -224,7 +299,7 @@ func (t *Tiresias) Schedule(v *sim.View, p *sim.Plan) error {
 		if tj.j.State != sim.StatePending {
 			continue
 		}
-		if !selected[tj] || !t.placer.Place(c, tj.j, &t.pl) {
+		if !tj.selected || !t.placer.Place(c, tj.j, &t.pl) {
 			p.Wait(tj.j.Ref, sim.ReasonFairShare)
 			continue
 		}
@@ -233,24 +308,101 @@ func (t *Tiresias) Schedule(v *sim.View, p *sim.Plan) error {
 		}
 		tj.ran = true
 	}
-	// next demotion of a running job, next promotion of a waiting one
-	next := sim.Never
-	for _, tj := range t.live {
-		switch {
-		case tj.j.State == sim.StateRunning && tj.queue < len(t.limits):
-			rate := 1.0
-			if t.gpuTime {
-				rate = float64(tj.j.Spec.TotalGPUs())
+	if t.sjf {
+		return nil // no queue moves to wake for
+	}
+	if t.runningFirst {
+		// dlas_sim_jobs: the jobs left waiting move behind the running ones of
+		// their queue, keeping their order (t.order is the pass's order).
+		for _, tj := range t.order {
+			if tj.j.State != sim.StateRunning {
+				tj.seq = t.seq
+				t.seq++
 			}
-			at := now + sim.Time(math.Ceil((t.limits[tj.queue]-t.service(tj))/rate*1e6))
-			next = min(next, max(at, now+1))
-		case t.knob > 0 && tj.j.State == sim.StatePending && tj.queue > 0 && tj.ran:
-			at := tj.stopped + sim.Time(sim.Seconds(t.knob*tj.executed))
-			next = min(next, max(at, now+1))
+		}
+	}
+	next := sim.Never
+	if t.simAcct {
+		next = t.simulatorJump(now)
+		t.jump = next
+	} else {
+		// next demotion of a running job, next promotion of a waiting one
+		for _, tj := range t.live {
+			switch {
+			case tj.j.State == sim.StateRunning && tj.queue < len(t.limits):
+				rate := 1.0
+				if t.gpuTime {
+					rate = float64(tj.j.Spec.TotalGPUs())
+				}
+				at := now + sim.Time(math.Ceil((t.limits[tj.queue]-t.service(tj))/rate*1e6))
+				next = min(next, max(at, now+1))
+			case t.knob > 0 && tj.j.State == sim.StatePending && tj.queue > 0 && tj.ran:
+				at := tj.stopped + sim.Time(sim.Seconds(t.knob*tj.executed))
+				next = min(next, max(at, now+1))
+			}
 		}
 	}
 	if next != sim.Never {
 		p.Wake(next)
 	}
 	return nil
+}
+
+// simulatorMoves is dlas_sim_jobs's queue update at a scheduling point
+// (accounting simulator), in arrival order: a running job whose whole seconds
+// of service reach its queue's threshold drops one queue (one per point); a
+// waiting job below the top queue that has run and has waited, since its last
+// promotion, at least int(P x executed) seconds returns to the top queue with
+// its executed time and waiting clock reset. Moved jobs go to the back of
+// their new queue.
+func (t *Tiresias) simulatorMoves() {
+	for _, tj := range t.live {
+		switch {
+		case tj.j.State == sim.StateRunning:
+			if tj.queue < len(t.limits) && math.Floor(t.service(tj)) >= t.limits[tj.queue] {
+				tj.queue++
+				tj.seq = t.seq
+				t.seq++
+				t.Demotions++
+			}
+		case t.knob > 0 && tj.queue > 0 && tj.ran && tj.executed > 0:
+			if tj.waited >= math.Trunc(tj.executed*t.knob) {
+				tj.queue, tj.executed, tj.waited = 0, 0, 0
+				tj.seq = t.seq
+				t.seq++
+				t.Promotions++
+			}
+		}
+	}
+}
+
+// simulatorJump is dlas_sim_jobs's next_job_jump (accounting simulator): for
+// a running job below the last queue, now + (threshold - executed seconds) /
+// GPUs in whole seconds, rounded down (Python 2 integer division: the
+// simulator divides the GPU-time left by the GPU count, but subtracts the
+// executed time, not the GPU-time, so the check comes late and a job may not
+// yet have crossed when it comes); for service time, now + threshold -
+// executed. For a waiting job that can be promoted, now + int(P x executed -
+// waited) if positive. A jump not after now (thresholds more than one queue
+// apart crossed at once) is taken 1 µs later.
+func (t *Tiresias) simulatorJump(now sim.Time) sim.Time {
+	next := sim.Never
+	for _, tj := range t.live {
+		switch {
+		case tj.j.State == sim.StateRunning:
+			if tj.queue >= len(t.limits) {
+				continue
+			}
+			d := t.limits[tj.queue] - tj.executed
+			if t.gpuTime {
+				d = math.Floor(d / float64(tj.j.Spec.TotalGPUs()))
+			}
+			next = min(next, max(now+sim.Time(sim.Seconds(d)), now+1))
+		case t.knob > 0 && tj.queue > 0 && tj.ran && tj.executed > 0:
+			if d := math.Trunc(tj.executed*t.knob - tj.waited); d > 0 {
+				next = min(next, now+sim.Time(sim.Seconds(d)))
+			}
+		}
+	}
+	return next
 }
