@@ -11,7 +11,7 @@ import (
 	. "github.com/gpusim/gpusim/sim/simtest"
 )
 
-func newT(t *testing.T, params string) sim.Policy {
+func newT(t testing.TB, params string) sim.Policy {
 	t.Helper()
 	var doc yaml.Node
 	if err := yaml.Unmarshal([]byte(params), &doc); err != nil {
