@@ -8,7 +8,7 @@
 #
 # The simulator and its 60_job.csv are not in this repository (the Tiresias
 # repository has no licence); only their outputs are: per job its id, GPUs,
-# submit, first start, end and preemption count, as the simulator's job.csv
+# first start, end, preemption and promotion counts, as the simulator's job.csv
 # logs them. Placement is --scheme=count (resource counting, as dlas_sim_jobs
 # always does): --scheme=yarn leaks node memory on every sjf pass
 # (_Cluster.empty_infra does not reset _Node.free_mem) and stops with "This
@@ -33,8 +33,8 @@ run() { # trace cluster schedule
   # job.csv (count scheme): time,job_id,num_gpu,submit_time,start_time,end_time,
   # executed_time,JCT,duration,pending_time,preempt,resume,promote
   {
-    echo "job_id,num_gpu,submit_time,start_time,end_time,preempt,promote"
-    tail -n +2 "$log/job.csv" | tr -d '\r' | awk -F, '{print $2","$3","$4","$5","$6","$11","$13}' | sort -t, -k1,1n
+    echo "job_id,start_time,end_time,preempt,promote"
+    tail -n +2 "$log/job.csv" | tr -d '\r' | awk -F, '{print $2","$5","$6","$11","$13}' | sort -t, -k1,1n
   } >"$out/$1-$2-$3.csv"
   echo "$out/$1-$2-$3.csv: $(($(wc -l <"$out/$1-$2-$3.csv") - 1)) jobs"
 }

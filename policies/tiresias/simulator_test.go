@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpusim/gpusim/sim"
 	. "github.com/gpusim/gpusim/sim/simtest"
+	"github.com/gpusim/gpusim/traces"
 )
 
 // simJob is one row of a Tiresias trace (simulator/*_job.csv) or of a fixture
@@ -58,8 +59,8 @@ func readCSV(t *testing.T, path string, cols ...string) []map[string]float64 {
 }
 
 // simParams are the tiresias parameters that reproduce each simulator
-// --schedule (docs/tiresias.md "Against the Tiresias simulator"). Every GPU of
-// a job is its own 1-GPU replica and placement is first-fit, so that a job is
+// --schedule (docs/tiresias.md "Against the Tiresias simulator"). The trace
+// reader makes every GPU of a job its own one-GPU replica, so that a job is
 // placeable exactly when its GPU count fits the free GPUs, as the simulator's
 // resource counting (--scheme=count) has it.
 var simParams = map[string]string{
@@ -71,19 +72,17 @@ var simParams = map[string]string{
 // agreement compares gpusim with one fixture: the jobs whose first start and
 // end equal the simulator's, and the largest difference in seconds.
 type agreement struct {
-	jobs, sameStart, sameEnd int
-	maxErr                   float64
+	jobs, sameStart, sameEnd, samePreempt int
+	maxErr                                float64
 }
 
 func compareWithSimulator(t *testing.T, trace, fixture string, nodes int, schedule string) agreement {
 	t.Helper()
-	in := readCSV(t, trace, "job_id", "num_gpu", "submit_time", "duration")
-	want := readCSV(t, fixture, "job_id", "start_time", "end_time", "preempt")
-	specs := make([]sim.JobSpec, len(in))
-	for i, r := range in {
-		specs[i] = MakeJob(fmt.Sprint(r["job_id"])).Replicas(int32(r["num_gpu"])).GPUs(1).
-			At(r["submit_time"]).Dur(r["duration"]).Obj()
+	specs, _, err := traces.ReadJobsWith(traces.FormatTiresias, trace, traces.ReadOptions{Strict: true})
+	if err != nil {
+		t.Fatal(err)
 	}
+	want := readCSV(t, fixture, "job_id", "start_time", "end_time", "preempt")
 	res := Run(t, Nodes(nodes, 4), newT(t, simParams[schedule]), specs...)
 	got := map[string]*sim.Job{}
 	for i := range res.Jobs {
@@ -103,6 +102,9 @@ func compareWithSimulator(t *testing.T, trace, fixture string, nodes int, schedu
 		}
 		if de == 0 {
 			a.sameEnd++
+		}
+		if float64(g.Preempted) == w["preempt"] {
+			a.samePreempt++
 		}
 		a.maxErr = max(a.maxErr, ds, de)
 		if ds != 0 || de != 0 {
@@ -145,10 +147,10 @@ func TestAgainstTiresiasSimulator(t *testing.T) {
 		}
 		fixture := filepath.Join("testdata", "simulator", r.trace+"-"+r.cluster+"-"+r.schedule+".csv")
 		a := compareWithSimulator(t, trace, fixture, r.nodes, r.schedule)
-		t.Logf("| %s | %s | %s | %d | %d | %d | %g |", r.trace, r.cluster, r.schedule, a.jobs, a.sameStart, a.sameEnd, a.maxErr)
-		if a.sameStart != a.jobs || a.sameEnd != a.jobs {
-			t.Errorf("%s %s %s: %d/%d starts and %d/%d ends equal the simulator's (max error %g s)",
-				r.trace, r.cluster, r.schedule, a.sameStart, a.jobs, a.sameEnd, a.jobs, a.maxErr)
+		t.Logf("| %s | %s | %s | %d | %d | %d | %d | %g |", r.trace, r.cluster, r.schedule, a.jobs, a.sameStart, a.sameEnd, a.samePreempt, a.maxErr)
+		if a.sameStart != a.jobs || a.sameEnd != a.jobs || a.samePreempt != a.jobs {
+			t.Errorf("%s %s %s: %d/%d starts, %d/%d ends and %d/%d preemption counts equal the simulator's (max error %g s)",
+				r.trace, r.cluster, r.schedule, a.sameStart, a.jobs, a.sameEnd, a.jobs, a.samePreempt, a.jobs, a.maxErr)
 		}
 	}
 	if sixty == "" {
