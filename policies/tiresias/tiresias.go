@@ -4,7 +4,11 @@
 // priority queues as their attained service (GPU-time, or time) crosses the
 // queue thresholds, queues are served in order and FIFO within a queue without
 // head-of-line blocking, and running jobs that lose their place are preempted
-// (they keep their progress). See docs/tiresias.md.
+// (they keep their progress). Mode sjf is the simulator's preemptive
+// smallest-job-first (smallest_first_sim_jobs); queueOrder running-first and
+// accounting simulator reproduce dlas_sim_jobs's queue order and its
+// whole-second, event-driven demotion and promotion checks, so that gpusim
+// agrees with the simulator job for job. See docs/tiresias.md.
 package tiresias
 
 import (
@@ -174,16 +178,14 @@ func (t *Tiresias) Observe(v *sim.View, e sim.Event) {
 		t.jobs = make([]*tjob, v.NumJobs())
 	}
 	switch e.Kind {
-	case sim.EvArrive, sim.EvFinish, sim.EvKill, sim.EvTimeout:
-		t.eventAt = v.Now()
-	}
-	switch e.Kind {
 	case sim.EvArrive:
+		t.eventAt = v.Now()
 		tj := &tjob{j: v.Job(e.Job), seq: t.seq, arrival: t.seq, stopped: v.Now()}
 		t.seq++
 		t.jobs[e.Job] = tj
 		t.live = append(t.live, tj)
 	case sim.EvFinish, sim.EvKill, sim.EvTimeout:
+		t.eventAt = v.Now()
 		if tj := t.jobs[e.Job]; tj != nil {
 			t.account(v.Now())
 			if i := slices.Index(t.live, tj); i >= 0 {
@@ -218,9 +220,12 @@ func (t *Tiresias) account(now sim.Time) {
 }
 
 // Schedule re-runs the allocation: demotions and promotions, then the queues
-// in order, FIFO within each, every job that fits the GPUs left (by count, as
-// the simulator's resource counting) selected; running jobs not selected are
-// preempted and pending selected ones placed and started.
+// in order (FIFO within each, or running-first), every job that fits the GPUs
+// left (by count, as the simulator's resource counting) selected; running jobs
+// not selected are preempted and pending selected ones placed and started. In
+// mode sjf the order is fewest GPUs first, then arrival, with no queues. With
+// accounting simulator, a call that is neither at an arrival or end nor at
+// the simulator's next check changes nothing.
 func (t *Tiresias) Schedule(v *sim.View, p *sim.Plan) error {
 	if t.jobs == nil {
 		t.jobs = make([]*tjob, v.NumJobs())
