@@ -14,16 +14,8 @@ import (
 	"github.com/gpusim/gpusim/traces"
 )
 
-// simJob is one row of a Tiresias trace (simulator/*_job.csv) or of a fixture
-// of the simulator's outputs (testdata/simulator/*.csv, scripts/tiresias-sim.sh).
-type simJob struct {
-	id                           string
-	gpus                         int32
-	submit, duration             float64
-	start, end, preempt, promote float64
-}
-
-// readCSV reads the named integer columns of a CSV file into one map per row.
+// readCSV reads the named numeric columns of a CSV file (a fixture of the
+// simulator's outputs) into one map per row.
 func readCSV(t *testing.T, path string, cols ...string) []map[string]float64 {
 	t.Helper()
 	f, err := os.Open(path)
