@@ -55,11 +55,13 @@ func (in *ndInterp) at(q [3]float64) (y [2]float64, ok bool) {
 		}
 	}
 	n := len(in.pts)
+	// A uniform scaling keeps the Delaunay triangulation.
 	scale := 0.0
 	for k := range 3 {
 		scale = max(scale, in.hi[k]-in.lo[k])
 	}
 	c := make([]float64, n)
+	dmin := math.Inf(1)
 	A := mat.NewDense(4, n, nil)
 	for i, p := range in.pts {
 		d2 := 0.0
@@ -70,6 +72,15 @@ func (in *ndInterp) at(q [3]float64) (y [2]float64, ok bool) {
 		}
 		A.Set(3, i, 1)
 		c[i] = d2
+		if d2 > 0 {
+			dmin = min(dmin, d2)
+		}
+	}
+	// Tie-break between the triangulations of co-spherical points: lower the
+	// lifted height of later points by a symbolic-size amount, which selects the
+	// regular triangulation of the perturbed lift (consistent across queries).
+	for i := range c {
+		c[i] -= 1e-9 * dmin * float64(i) / float64(n)
 	}
 	b := []float64{0, 0, 0, 1}
 	_, x, err := lp.Simplex(c, A, b, 1e-12, nil)
