@@ -34,3 +34,16 @@ func TestQuickArtifact(t *testing.T) {
 		t.Logf("w%d %s mean %.1f pub %.1f diff %+.1f%% (%v)", w, pol, r.MeanJCT(), pub, 100*(r.MeanJCT()/pub-1), time.Since(t0))
 	}
 }
+
+func TestQuickJobs(t *testing.T) {
+	pol := os.Getenv("POL")
+	f, _ := pm.DataFS().Open(os.Getenv("WF"))
+	jobs, _ := pm.ReadWorkload(f, "w")
+	r, err := Simulate(jobs, pol, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range r.Names {
+		fmt.Printf("%s %s %d %d %.0f\n", n, jobs[i].App, jobs[i].Replicas, jobs[i].BatchSize, r.JCT[i])
+	}
+}
