@@ -2,6 +2,7 @@ package pollux
 
 import (
 	"math"
+	"sync"
 
 	"gonum.org/v1/gonum/optimize"
 )
@@ -49,7 +50,7 @@ func (p PerfParams) NetworkTime(nodes, replicas int) Seconds {
 
 // OptimTime is exp(goodput.py:_predict_log_optim_time).
 func (p PerfParams) OptimTime(accum, network Seconds) Seconds {
-	return math.Exp(math.Log(math.Pow(accum, p.Gamma)+math.Pow(network, p.Gamma)) / p.Gamma)
+	return math.Pow(math.Pow(accum, p.Gamma)+math.Pow(network, p.Gamma), 1/p.Gamma)
 }
 
 // Goodput is adaptdl's goodput.py:GoodputFunction: throughput (samples/s) times
@@ -111,9 +112,11 @@ func geomspace(dst []float64, start, stop float64) {
 // [MinAtomic, MaxAtomic] count as goodput 0; ties keep the smallest batch.
 func (g Goodput) Optimize(nodes, replicas int, lim BatchLimits) (goodput float64, atomicBsz, accumSteps int) {
 	const eps = 1e-8
-	var bs [50]float64
 	minB := math.Max(float64(g.InitBatchSize), float64(lim.MinAtomic*replicas))
-	geomspace(bs[:], minB, float64(lim.MaxBatchSize))
+	bs := geomspaceCached(minB, float64(lim.MaxBatchSize))
+	p := g.Perf
+	netG := math.Pow(p.NetworkTime(nodes, replicas), p.Gamma)
+	invG := 1 / p.Gamma
 	best, bestA, bestS := -1.0, 0, 0
 	for _, b := range bs {
 		local := b / float64(replicas)
@@ -127,13 +130,32 @@ func (g Goodput) Optimize(nodes, replicas int, lim BatchLimits) (goodput float64
 		a := int(math.Ceil(local/float64(s+1) - eps))
 		v := 0.0
 		if lim.MinAtomic <= a && a <= lim.MaxAtomic {
-			v = g.Evaluate(nodes, replicas, a, s)
+			// Evaluate, with T_optim = (T_accum^γ + T_network^γ)^(1/γ) and the
+			// network term computed once.
+			accum := p.AccumTime(float64(a))
+			total := float64(s)*accum + math.Pow(math.Pow(accum, p.Gamma)+netG, invG)
+			m := float64(replicas * a * (s + 1))
+			v = m / total * g.Efficiency(m)
 		}
 		if v > best {
 			best, bestA, bestS = v, a, s
 		}
 	}
 	return best, bestA, bestS
+}
+
+var geomCache sync.Map // [2]float64 -> *[50]float64
+
+// geomspaceCached memoises the 50 candidate batch sizes of Optimize.
+func geomspaceCached(start, stop float64) *[50]float64 {
+	k := [2]float64{start, stop}
+	if v, ok := geomCache.Load(k); ok {
+		return v.(*[50]float64)
+	}
+	var bs [50]float64
+	geomspace(bs[:], start, stop)
+	v, _ := geomCache.LoadOrStore(k, &bs)
+	return v.(*[50]float64)
 }
 
 // ProfilePoint is one observed configuration of a job: its shape, atomic batch,
@@ -229,7 +251,7 @@ func FitPerfParams(pts []ProfilePoint) PerfParams {
 				}
 			},
 		}
-		res, err := optimize.Minimize(prob, u0, &optimize.Settings{GradientThreshold: 1e-9, MajorIterations: 500}, &optimize.LBFGS{})
+		res, err := optimize.Minimize(prob, u0, &optimize.Settings{GradientThreshold: 1e-5, Converger: &optimize.FunctionConverge{Absolute: 2.2e-9, Relative: 2.2e-9, Iterations: 1}, MajorIterations: 1000}, &optimize.LBFGS{})
 		if res != nil && (err == nil || res.F <= prob.Func(u0)) {
 			params = toParams(res.X)
 		}
