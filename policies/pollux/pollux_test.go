@@ -73,7 +73,7 @@ func TestFixedBatchRule(t *testing.T) {
 		app                 string
 		batch, reps, a, acc int
 	}{
-		{"cifar10", 2048, 6, 342, 0}, // local ceil(2048/6)=342 ≤ 1024
+		{"cifar10", 2048, 6, 342, 0},  // local ceil(2048/6)=342 ≤ 1024
 		{"cifar10", 4096, 2, 1024, 1}, // local 2048 → 2 micro-batches of 1024
 		{"cifar10", 128, 1, 128, 0},   // B0 on one GPU: no forced accumulation
 		{"cifar10", 256, 1, 128, 1},   // above B0 on one GPU: at least one step
@@ -112,7 +112,6 @@ func TestSingleJobJCT(t *testing.T) {
 		t.Errorf("JCT %v, want ≈ %v", r.JCT[0], want)
 	}
 }
-
 
 func TestSimulateErrors(t *testing.T) {
 	jobs := []pm.Job{{Name: "c", Submit: 0, App: "cifar10", Replicas: 65, BatchSize: 128}}
