@@ -83,18 +83,6 @@ func (j *job) goodputFn() pm.Goodput {
 	return pm.Goodput{Perf: *j.perf, Grad: j.grad, InitBatchSize: j.app.InitBatchSize}
 }
 
-// fixedBatch is the fixed-batch rule of simulator.py:Job.update_local_bsz.
-func fixedBatch(app *pm.App, batch, replicas int) (atomic, accum int) {
-	const eps = 1e-8
-	local := int(math.Ceil(float64(batch)/float64(replicas) - eps))
-	accum = int(math.Ceil(float64(local)/float64(app.MaxLocalBsz)-eps)) - 1
-	if replicas == 1 && batch > app.InitBatchSize {
-		accum = max(1, accum)
-	}
-	atomic = int(math.Ceil(float64(local)/float64(accum+1) - eps))
-	return atomic, accum
-}
-
 // updateLocalBsz is simulator.py:Job.update_local_bsz.
 func (j *job) updateLocalBsz() {
 	nodes, reps := 0, 0
@@ -111,7 +99,8 @@ func (j *job) updateLocalBsz() {
 	if batch == 0 {
 		_, j.atomic, j.accum = j.goodputFn().Optimize(nodes, reps, j.limits())
 	} else {
-		j.atomic, j.accum = fixedBatch(j.app, batch, reps)
+		j.atomic, j.accum = j.app.FixedBatch(batch, reps)
+		return
 	}
 	count := reps * (j.accum + 1)
 	j.atomic = min(j.atomic, j.app.MaxBatchSize/count)

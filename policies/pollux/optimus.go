@@ -22,10 +22,7 @@ type optimus struct{}
 // accumulation step on one GPU.
 func optimusStepTime(j *job, k, perNode int) (float64, error) {
 	const eps = 1e-8
-	var placement []int
-	for s := 0; s < k; s += min(k-s, perNode) {
-		placement = append(placement, min(k-s, perNode))
-	}
+	placement := pm.PackedPlacement(k, perNode)
 	local := int(math.Ceil(float64(j.targetBsz)/float64(k) - eps))
 	accum := int(math.Ceil(float64(local)/float64(j.app.MaxLocalBsz)-eps)) - 1
 	if k == 1 {

@@ -79,7 +79,7 @@ func TestFixedBatchRule(t *testing.T) {
 		{"cifar10", 256, 1, 128, 1},   // above B0 on one GPU: at least one step
 		{"yolov3", 64, 2, 8, 3},       // local 32, max atomic 8 → 4 micro-batches
 	} {
-		a, acc := fixedBatch(apps[c.app], c.batch, c.reps)
+		a, acc := apps[c.app].FixedBatch(c.batch, c.reps)
 		if a != c.a || acc != c.acc {
 			t.Errorf("%s batch %d on %d: got (%d,%d), want (%d,%d)", c.app, c.batch, c.reps, a, acc, c.a, c.acc)
 		}
