@@ -64,6 +64,28 @@ type job struct {
 	perf       *pm.PerfParams
 	grad       pm.GradParams
 	maxProfRep int
+
+	// gpCache memoises the best goodput per (nodes, replicas) of the current
+	// model (perf, grad); it is reset when either changes.
+	gpCache map[[2]int]float64
+	gpPerf  pm.PerfParams
+	gpGrad  pm.GradParams
+}
+
+// goodput is max over batch sizes of the job's goodput model on (nodes,
+// replicas) (GoodputFunction.optimize), memoised while the model is unchanged.
+func (j *job) goodput(nodes, replicas int) float64 {
+	if j.gpCache == nil || j.gpPerf != *j.perf || j.gpGrad != j.grad {
+		j.gpCache = map[[2]int]float64{}
+		j.gpPerf, j.gpGrad = *j.perf, j.grad
+	}
+	k := [2]int{nodes, replicas}
+	if v, ok := j.gpCache[k]; ok {
+		return v
+	}
+	v, _, _ := j.goodputFn().Optimize(nodes, replicas, j.limits())
+	j.gpCache[k] = v
+	return v
 }
 
 func (j *job) replicas() int {

@@ -43,10 +43,8 @@ type pjob struct {
 	baseN   int
 	baseR   int
 	model   bool
-	gf      pm.Goodput
 	baseGP  float64
 	fairRep int
-	memo    map[[2]int]float64
 }
 
 func (p *pjob) speedup(n, r int) float64 {
@@ -56,14 +54,7 @@ func (p *pjob) speedup(n, r int) float64 {
 	if !p.model {
 		return float64(r) / float64(p.fairRep)
 	}
-	k := [2]int{n, r}
-	if v, ok := p.memo[k]; ok {
-		return v
-	}
-	g, _, _ := p.gf.Optimize(n, r, p.j.limits())
-	v := g / p.baseGP
-	p.memo[k] = v
-	return v
+	return p.j.goodput(n, r) / p.baseGP
 }
 
 type polluxRound struct {
@@ -124,7 +115,7 @@ func (p *polluxPolicy) optimize(now pm.Seconds, active []*job, prev [][]int, cfg
 	pr.jobs = make([]*pjob, nj)
 	for oi, i := range order {
 		j := active[i]
-		q := &pjob{j: j, fairRep: fairRep, memo: map[[2]int]float64{}}
+		q := &pjob{j: j, fairRep: fairRep}
 		q.maxRep = min(max(2*j.maxProfRep, 1), 64, j.app.MaxBatchSize/j.app.MinLocalBsz, totalGPUs)
 		if j.app.Name == "ncf" {
 			q.maxRep = 1
@@ -143,8 +134,7 @@ func (p *polluxPolicy) optimize(now pm.Seconds, active []*job, prev [][]int, cfg
 		}
 		if j.perf != nil {
 			q.model = true
-			q.gf = j.goodputFn()
-			q.baseGP, _, _ = q.gf.Optimize(1, fairRep, j.limits())
+			q.baseGP = j.goodput(1, fairRep)
 		}
 		pr.jobs[oi] = q
 	}
