@@ -2,7 +2,6 @@ package pollux
 
 import (
 	"fmt"
-	"io/fs"
 	"runtime"
 	"sync"
 
@@ -32,7 +31,7 @@ func ArtifactWorkload(load string, n int) ([]pm.Job, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return pm.ReadWorkload(f.(fs.File), name)
+	return pm.ReadWorkload(f, name)
 }
 
 // Run is one (workload, policy) simulation of a batch.

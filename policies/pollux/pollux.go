@@ -58,14 +58,11 @@ func (p *pjob) speedup(n, r int) float64 {
 }
 
 type polluxRound struct {
-	jobs      []*pjob
-	nodes     int
-	perNode   int
-	share     float64 // dominant share × nodes
-	maxNodes  int
-	state     [][]int // [job][node]
-	free      []int
-	distOwner []int // job index of the distributed job on a node, or -1
+	jobs     []*pjob
+	nodes    int
+	perNode  int
+	share    float64 // dominant share × nodes
+	maxNodes int
 }
 
 func (pr *polluxRound) term(i int, row []int) float64 {
