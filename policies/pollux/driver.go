@@ -269,13 +269,6 @@ func (r *Result) MeanJCT() pm.Seconds {
 // the interval under the previous allocations, the clock advances, and the
 // policy reallocates among the submitted, unfinished jobs. It is deterministic.
 func Simulate(jobs []pm.Job, policyName string, cfg Config) (*Result, error) {
-	apps, err := pm.Apps()
-	if err != nil {
-		return nil, err
-	}
-	if cfg.Nodes < 1 || cfg.GPUsPerNode < 1 || cfg.GPUsPerNode > 9 || cfg.Interval <= 0 || cfg.RestartDelay < 0 {
-		return nil, fmt.Errorf("pollux: invalid cluster config %+v", cfg)
-	}
 	var pol policy
 	switch policyName {
 	case "tiresias":
@@ -286,6 +279,19 @@ func Simulate(jobs []pm.Job, policyName string, cfg Config) (*Result, error) {
 		pol = newPolluxPolicy()
 	default:
 		return nil, fmt.Errorf("pollux: unknown policy %q (want tiresias, optimus or pollux)", policyName)
+	}
+	return simulateWith(jobs, policyName, pol, cfg)
+}
+
+// simulateWith is Simulate with the policy object given (policyName still
+// selects the jobs' batch-size mode).
+func simulateWith(jobs []pm.Job, policyName string, pol policy, cfg Config) (*Result, error) {
+	apps, err := pm.Apps()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Nodes < 1 || cfg.GPUsPerNode < 1 || cfg.GPUsPerNode > 9 || cfg.Interval <= 0 || cfg.RestartDelay < 0 {
+		return nil, fmt.Errorf("pollux: invalid cluster config %+v", cfg)
 	}
 	js := make([]*job, len(jobs))
 	for i, s := range jobs {

@@ -210,3 +210,119 @@ func BenchmarkArtifact(b *testing.B) {
 		}
 	}
 }
+
+// Pollux's objective terms by hand, and its constraints on a crowded round.
+func TestPolluxRoundByHand(t *testing.T) {
+	apps, _ := pm.Apps()
+	cfg := DefaultConfig()
+	// 70 fresh jobs (more than the 64 GPUs): no model yet, so speedup is
+	// r / ceil(64/70) = r; every job that gets a GPU counts as changed, with
+	// factor age/(age+30).
+	var active []*job
+	var prev [][]int
+	for i := range 70 {
+		app := []string{"cifar10", "imagenet", "bert", "ncf", "deepspeech2", "yolov3"}[i%6]
+		active = append(active, &job{idx: i, spec: pm.Job{Name: fmt.Sprint(i), Submit: float64(i)}, app: apps[app], restarts: -1, fit: true})
+		prev = append(prev, nil)
+	}
+	p := newPolluxPolicy()
+	out, err := p.optimize(90, active, prev, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkAlloc(active, out, cfg); err != nil {
+		t.Fatal(err)
+	}
+	used, running := 0, 0
+	for _, a := range out {
+		used += len(a)
+		if len(a) > 0 {
+			running++
+		}
+		if len(a) > 1 {
+			t.Errorf("a job without a model may have at most max(2·0, 1) = 1 GPU, got %d", len(a))
+		}
+	}
+	// 1/(s+1e-3) is convex: with 70 jobs and 64 GPUs every GPU is used, one each.
+	if used != 64 || running != 64 {
+		t.Errorf("used %d GPUs on %d jobs, want 64 on 64", used, running)
+	}
+	// The jobs left out are the last in Pollux's order (attained service 0 for
+	// all, then submission): jobs 64..69.
+	for i := 64; i < 70; i++ {
+		if len(out[i]) != 0 {
+			t.Errorf("job %d got GPUs, want the first 64 in submission order", i)
+		}
+	}
+	// The term of one job by hand: speedup 1 (1 GPU, fair share ceil(64/70) = 1),
+	// × dominant share × nodes = 1/64 × 16 = 1/4, × restart factor for job 0:
+	// age 90, restarts 0 → 90/120; term = 1/(0.25·0.75 + 1e-3).
+	pr := &polluxRound{jobs: []*pjob{{j: active[0], fairRep: 1, factor: 90.0 / 120, base: make([]int, 16)}}, nodes: 16, perNode: 4, share: 0.25, maxNodes: 16}
+	row := make([]int, 16)
+	row[3] = 1
+	if got, want := pr.term(0, row), 1/(0.25*0.75+1e-3); got != want {
+		t.Errorf("term %v, want %v", got, want)
+	}
+	// Unchanged allocation: no restart factor.
+	pr.jobs[0].base[3] = 1
+	if got, want := pr.term(0, row), 1/(0.25+1e-3); got != want {
+		t.Errorf("unchanged term %v, want %v", got, want)
+	}
+}
+
+// On a full artifact workload, every Pollux round keeps at most one multi-node
+// job per node and within each job's max_replicas.
+func TestPolluxConstraints(t *testing.T) {
+	jobs, err := ArtifactWorkload("0.5", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	pol := &checkingPollux{t: t, inner: newPolluxPolicy()}
+	if _, err := simulateWith(jobs, "pollux", pol, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if pol.rounds == 0 || pol.multi == 0 {
+		t.Errorf("rounds %d, multi-node allocations %d", pol.rounds, pol.multi)
+	}
+}
+
+type checkingPollux struct {
+	t      *testing.T
+	inner  policy
+	rounds int
+	multi  int
+}
+
+func (c *checkingPollux) optimize(now pm.Seconds, active []*job, prev [][]int, cfg Config) ([][]int, error) {
+	out, err := c.inner.optimize(now, active, prev, cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.rounds++
+	distOn := make([]int, cfg.Nodes)
+	for i, a := range out {
+		nodes := map[int]bool{}
+		for _, n := range a {
+			nodes[n] = true
+		}
+		j := active[i]
+		maxRep := min(max(2*j.maxProfRep, 1), 64, j.app.MaxBatchSize/j.app.MinLocalBsz)
+		if j.app.Name == "ncf" {
+			maxRep = 1
+		}
+		if len(a) > maxRep {
+			c.t.Errorf("t=%v job %s: %d GPUs > max_replicas %d", now, j.spec.Name, len(a), maxRep)
+		}
+		if len(nodes) > 1 {
+			c.multi++
+			for n := range nodes {
+				distOn[n]++
+				if distOn[n] > 1 {
+					c.t.Errorf("t=%v: node %d hosts two multi-node jobs", now, n)
+				}
+			}
+		}
+	}
+	return out, nil
+}
