@@ -2,6 +2,7 @@ package pollux
 
 import (
 	"math"
+	"slices"
 	"sync"
 
 	"gonum.org/v1/gonum/optimize"
@@ -233,14 +234,31 @@ func FitPerfParams(pts []ProfilePoint) PerfParams {
 		}
 	}
 	if len(free) > 0 {
+		logs := make([][2]float64, len(pts))
+		for i, pt := range pts {
+			logs[i] = [2]float64{math.Log(pt.AccumTime), math.Log(pt.StepTime)}
+		}
+		// gonum asks for the value and the gradient at the same point in two
+		// calls: compute both once.
+		var lastU []float64
+		var lastF float64
+		var lastG [7]float64
+		eval := func(u []float64) {
+			if lastU != nil && slices.Equal(lastU, u) {
+				return
+			}
+			lastU = append(lastU[:0], u...)
+			lastF, lastG = perfObjectiveLogs(toParams(u), pts, logs)
+		}
 		prob := optimize.Problem{
 			Func: func(u []float64) float64 {
-				f, _ := perfObjective(toParams(u), pts)
-				return f
+				eval(u)
+				return lastF
 			},
 			Grad: func(grad, u []float64) {
 				v := toParams(u)
-				_, g := perfObjective(v, pts)
+				eval(u)
+				g := lastG
 				for k, i := range free {
 					if i == 6 {
 						s := (v[6] - 1) / 9
@@ -265,38 +283,49 @@ func FitPerfParams(pts []ProfilePoint) PerfParams {
 
 // perfObjective is goodput.py:_obj_fn and its gradient in the 7 parameters.
 func perfObjective(v [7]float64, pts []ProfilePoint) (float64, [7]float64) {
+	logs := make([][2]float64, len(pts))
+	for i, pt := range pts {
+		logs[i] = [2]float64{math.Log(pt.AccumTime), math.Log(pt.StepTime)}
+	}
+	return perfObjectiveLogs(v, pts, logs)
+}
+
+// perfObjectiveLogs is perfObjective with log(accum time) and log(step time) of
+// every point precomputed.
+func perfObjectiveLogs(v [7]float64, pts []ProfilePoint, logs [][2]float64) (float64, [7]float64) {
 	p := paramsOf(v)
 	n := float64(len(pts))
 	var s1, s2 float64
 	var g1, g2 [7]float64
-	for _, pt := range pts {
+	for i, pt := range pts {
 		pa := p.AccumTime(float64(pt.AtomicBsz))
 		pn := p.NetworkTime(pt.Nodes, pt.Replicas)
-		ga, gn := math.Pow(pa, p.Gamma), math.Pow(pn, p.Gamma)
+		lpa, lpn := math.Log(pa), math.Log(pn)
+		ga, gn := math.Exp(p.Gamma*lpa), math.Exp(p.Gamma*lpn)
 		S := ga + gn
-		plo := math.Log(S) / p.Gamma
-		d1 := math.Log(pa) - math.Log(pt.AccumTime)
-		d2 := plo - math.Log(pt.StepTime)
+		lS := math.Log(S)
+		plo := lS / p.Gamma
+		d1 := lpa - logs[i][0]
+		d2 := plo - logs[i][1]
 		s1 += d1 * d1
 		s2 += d2 * d2
 		// d(pa)/dαc = 1, d(pa)/dβc = atomic.
-		dpa := [7]float64{0: 1, 1: float64(pt.AtomicBsz)}
-		var dpn [7]float64
+		dploPa := ga / pa / S
+		dploPn := gn / pn / S
+		g1[0] += d1 / pa
+		g1[1] += d1 * float64(pt.AtomicBsz) / pa
+		g2[0] += d2 * dploPa
+		g2[1] += d2 * dploPa * float64(pt.AtomicBsz)
 		m := math.Max(float64(pt.Replicas-2), 1e-8)
 		switch {
 		case pt.Nodes > 1:
-			dpn[2], dpn[3] = 1, m
+			g2[2] += d2 * dploPn
+			g2[3] += d2 * dploPn * m
 		case pt.Replicas > 1:
-			dpn[4], dpn[5] = 1, m
+			g2[4] += d2 * dploPn
+			g2[5] += d2 * dploPn * m
 		}
-		dploPa := ga / pa / S
-		dploPn := gn / pn / S
-		dploG := -math.Log(S)/(p.Gamma*p.Gamma) + (ga*math.Log(pa)+gn*math.Log(pn))/(p.Gamma*S)
-		for i := range 7 {
-			g1[i] += d1 * dpa[i] / pa
-			g2[i] += d2 * (dploPa*dpa[i] + dploPn*dpn[i])
-		}
-		g2[6] += d2 * dploG
+		g2[6] += d2 * (-lS/(p.Gamma*p.Gamma) + (ga*lpa+gn*lpn)/(p.Gamma*S))
 	}
 	e1, e2 := math.Sqrt(s1/n), math.Sqrt(s2/n)
 	f := e1 + e2 + 1e-3*(p.Gamma-1)*(p.Gamma-1) +
