@@ -154,5 +154,10 @@ func polluxScenario(path string, cfg pp.Config) ([]pm.Job, string, pp.Config, er
 	if err != nil {
 		return nil, "", cfg, UsageError(err)
 	}
+	for _, j := range jobs {
+		if total := cfg.Nodes * cfg.GPUsPerNode; j.Replicas > total {
+			return nil, "", cfg, UsageErrorf("%s:%d: column num_replicas: job %s needs %d GPUs, the cluster (%s) has %d", file, j.Line, j.Name, j.Replicas, path, total)
+		}
+	}
 	return jobs, strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)), cfg, nil
 }

@@ -21,6 +21,8 @@ type Job struct {
 	// Replicas and BatchSize are the "TunedJobs" configuration that the Tiresias
 	// and Optimus baselines use (Pollux ignores them).
 	Replicas, BatchSize int
+	// Line is the job's line in its CSV file (0 when not read from one).
+	Line int
 }
 
 // ReadWorkload parses a workload CSV. Errors name the file, line and column
@@ -70,7 +72,7 @@ func ReadWorkload(r io.Reader, file string) ([]Job, error) {
 			return nil, fmt.Errorf("%s:%d: want %d columns, got %d", file, line, len(head), len(rec))
 		}
 		get := func(c string) string { return strings.TrimSpace(rec[col[c]]) }
-		j := Job{Name: get("name"), App: get("application")}
+		j := Job{Name: get("name"), App: get("application"), Line: line}
 		if j.Name == "" {
 			return nil, fmt.Errorf("%s:%d: column name: empty", file, line)
 		}
