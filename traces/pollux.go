@@ -1,0 +1,81 @@
+package traces
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/workloads/pollux"
+)
+
+// FormatPollux is a Pollux OSDI'21 artifact workload CSV.
+const FormatPollux = "pollux"
+
+func init() {
+	registerJobs(FormatPollux, "Pollux OSDI'21 artifact workload CSV (name,time,application,num_replicas,batch_size); duration from the artifact's profiles", openPollux)
+}
+
+// openPollux reads a Pollux artifact workload (workloads/workload-N.csv). The
+// file gives no durations: each job's duration is the run time of its TunedJobs
+// configuration under the artifact's profile model (workloads/pollux.
+// TunedRunTime: num_replicas GPUs packed 4 to a node, total batch batch_size,
+// no restarts). Per job: id = name, submit = time, class training, queue =
+// application, workload = application, gang of num_replicas GPUs as replicas of
+// at most 4 GPUs (gangShape). The elastic, round-based reproduction of the
+// artifact is `gpusim pollux` (docs/pollux.md).
+func openPollux(path string, opts ReadOptions) (JobReader, error) {
+	if _, err := pollux.Apps(); err != nil {
+		return nil, err
+	}
+	required := []string{"name", "time", "application", "num_replicas", "batch_size"}
+	return openCSVImporter(path, FormatPollux, ',', opts, required, func(in *csvIn, rep *ImportReport) (rowParser, error) {
+		if err := unknownCols(in, required); err != nil {
+			return nil, err
+		}
+		apps, _ := pollux.Apps()
+		return func(in *csvIn, line int) (sim.JobSpec, error) {
+			j := sim.JobSpec{GPUMilli: sim.WholeGPU, Class: sim.ClassTraining}
+			name, err := reqStr(in, "name")
+			if err != nil {
+				return j, err
+			}
+			j.ID = sim.JobID(name)
+			t, err := reqTime(in, "time")
+			if err != nil {
+				return j, err
+			}
+			app, err := reqStr(in, "application")
+			if err != nil {
+				return j, err
+			}
+			a, ok := apps[app]
+			if !ok {
+				return j, skipf("application", "unknown application", "%q", app)
+			}
+			reps, err := reqInt(in, "num_replicas", 32)
+			if err != nil {
+				return j, err
+			}
+			if reps < 1 || reps > 64 {
+				return j, skipf("num_replicas", "out of range", "%d (want 1..64)", reps)
+			}
+			batch, err := reqInt(in, "batch_size", 32)
+			if err != nil {
+				return j, err
+			}
+			if batch < int64(a.InitBatchSize) || batch > int64(a.MaxBatchSize) {
+				return j, skipf("batch_size", "out of range", "%d (want %d..%d for %s)", batch, a.InitBatchSize, a.MaxBatchSize, app)
+			}
+			dur, err := pollux.TunedRunTime(pollux.Job{Name: name, Submit: t, App: app, Replicas: int(reps), BatchSize: int(batch)}, 4)
+			if err != nil || math.IsNaN(dur) || dur < 0 {
+				return j, skipf("num_replicas", "no profile", "%v", fmt.Sprint(err))
+			}
+			j.Queue = app
+			j.Workload = app
+			j.Replicas, j.GPUsPerReplica = gangShape(reps, 4)
+			j.Submit = sim.Time(sim.Seconds(t))
+			j.Duration = sim.Seconds(dur)
+			return j, nil
+		}, nil
+	})
+}
