@@ -129,7 +129,7 @@ type Cluster struct {
 	mig     *migState
 	// servQoS is the engine's serving co-location check (nil without serving
 	// jobs; see CanShare).
-	servQoS func(s *JobSpec, g GPUID) bool
+	servQoS func(s *JobSpec, g GPUID, leaving []*Job) bool
 }
 
 type bitset []uint64

@@ -220,6 +220,7 @@ type servingState struct {
 	solo  []float64
 	milli []MilliGPU
 	out   []float64
+	refs  []JobRef
 }
 
 // initServing sets up the serving record when some job has a ServingSpec (it
@@ -259,37 +260,52 @@ func (e *Engine) initServingQoS() {
 		return
 	}
 	k := len(e.share.out) + 1
-	sv.ws, sv.solo, sv.milli, sv.out = make([]int32, k), make([]float64, k), make([]MilliGPU, k), make([]float64, k)
+	sv.ws, sv.solo, sv.milli, sv.out, sv.refs = make([]int32, k), make([]float64, k), make([]MilliGPU, k), make([]float64, k), make([]JobRef, k)
 	e.cluster.servQoS = e.servingAdmits
 }
 
-// servingAdmits reports whether a job with spec s may join time-slicing or MPS
-// GPU g (already checked for mode, clients and memory) without taking any
-// serving job's speed below its ServingMinSpeed: the serving jobs on g (speed =
-// placement speed x new factor) and s itself when it serves (placement speed
-// taken as 1). A job alone on a GPU is always admitted. It does not allocate.
-func (e *Engine) servingAdmits(s *JobSpec, g GPUID) bool {
-	list := e.share.jobs[g]
-	if len(list) == 0 {
-		return true
-	}
-	serving := s.Serving != nil
-	for _, r := range list {
-		if e.jobs[r].Spec.Serving != nil {
-			serving = true
-			break
+// ServingAdmits reports whether a job with spec s, joining time-slicing or MPS
+// GPU g as a sharer once the jobs in leaving (sharers of g that a policy
+// preempts in the same plan) have left, keeps every serving job's speed at or
+// above its ServingMinSpeed (docs/serving.md). CanShare applies it with none
+// leaving; it is always true in runs without serving jobs, for a job that
+// would be alone, and for other modes. Mode, clients and memory are not
+// checked here.
+func (c *Cluster) ServingAdmits(s *JobSpec, g GPUID, leaving []*Job) bool {
+	return c.servQoS == nil || c.gpuMode[g] == ShareMIG || c.servQoS(s, g, leaving)
+}
+
+func leaves(leaving []*Job, r JobRef) bool {
+	for _, j := range leaving {
+		if j.Ref == r {
+			return true
 		}
 	}
-	if !serving {
+	return false
+}
+
+// servingAdmits is Cluster.ServingAdmits for the engine's cluster: the serving
+// jobs that stay on g (speed = placement speed x new factor) and s itself when
+// it serves (placement speed taken as 1). It does not allocate.
+func (e *Engine) servingAdmits(s *JobSpec, g GPUID, leaving []*Job) bool {
+	list := e.share.jobs[g]
+	sv, c := e.serving, e.cluster
+	k, serving := 0, s.Serving != nil
+	ws, solo, milli, out, refs := sv.ws, sv.solo, sv.milli, sv.out, sv.refs
+	for _, r := range list {
+		if len(leaving) > 0 && leaves(leaving, r) {
+			continue
+		}
+		j := &e.jobs[r]
+		serving = serving || j.Spec.Serving != nil
+		ws[k], solo[k], milli[k], refs[k] = j.sh.wl, j.Spec.SMUtil, j.Spec.GPUMilli, r
+		k++
+	}
+	if k == 0 || !serving {
 		return true
 	}
-	sv, c := e.serving, e.cluster
-	k := len(list) + 1
-	ws, solo, milli, out := sv.ws[:k], sv.solo[:k], sv.milli[:k], sv.out[:k]
-	for i, r := range list {
-		j := &e.jobs[r]
-		ws[i], solo[i], milli[i] = j.sh.wl, j.Spec.SMUtil, j.Spec.GPUMilli
-	}
+	k++
+	ws, solo, milli, out = ws[:k], solo[:k], milli[:k], out[:k]
 	ws[k-1], solo[k-1], milli[k-1] = -1, s.SMUtil, s.GPUMilli
 	if in := e.cfg.Sharing.Interference; in != nil && s.Workload != "" {
 		if id, ok := in.WorkloadID(s.Workload); ok {
@@ -297,7 +313,7 @@ func (e *Engine) servingAdmits(s *JobSpec, g GPUID) bool {
 		}
 	}
 	e.cfg.Sharing.Factors(c.models[c.nodeMdl[c.gpuNode[g]]], c.gpuMode[g], ws, solo, milli, out)
-	for i, r := range list {
+	for i, r := range refs[:k-1] {
 		j := &e.jobs[r]
 		if j.Spec.Serving != nil && j.sh.base*out[i] < sv.stats.Jobs[sv.idx[r]].MinSpeedBound {
 			return false

@@ -282,7 +282,7 @@ func (c *Cluster) CanShare(s *JobSpec, g GPUID) bool {
 	if nd.GPUMemMiB > 0 && c.shrMem[g]+s.GPUMemMiB > nd.GPUMemMiB {
 		return false
 	}
-	return c.servQoS == nil || c.servQoS(s, g)
+	return c.servQoS == nil || c.servQoS(s, g, nil)
 }
 
 func (c *Cluster) clients(nd *NodeSpec) int32 {
