@@ -205,3 +205,27 @@ func TestServingRateSeriesViolation(t *testing.T) {
 		t.Errorf("S ends at %d µs", us(j.End))
 	}
 }
+
+// MIG isolation: a MIG GPU laid out as 1g.10gb, 2g.20gb, 3g.40gb; serving job S
+// (20 req/s, 5 ms, SLA 50 ms: bound 0.3397, 5 GB) would get the 1g instance by
+// the least-memory rule (speed 1/7, P99 282.8 ms); the engine skips the 1g and
+// 2g (2/7 = 0.286) instances and gives it the 3g one (3/7: P99 35.6 ms). A
+// training job T then takes the 1g instance.
+func TestServingMIGPicksAnInstanceFastEnough(t *testing.T) {
+	c, _ := sim.NewCluster(migNodes("1g.10gb", "2g.20gb", "3g.40gb"))
+	s := servingJob("S", 100, 50*sim.Millisecond)
+	s.Sharing, s.GPUMemMiB = sim.AcceptMIG, 5000
+	s.Serving.Service = 5 * sim.Millisecond
+	tr := shareJob("T", 10, "")
+	tr.Sharing, tr.GPUMemMiB, tr.Submit = sim.AcceptMIG, 5000, sim.Time(sim.Second)
+	res := runShare(t, sim.Config{Cluster: c, Jobs: []sim.JobSpec{s, tr}, Policy: &pin{gpu: map[sim.JobID]sim.GPUID{"S": 0, "T": 0}},
+		Sharing: &sim.SharingConfig{MIG: migLookup}})
+	st := res.Serving.Jobs[0]
+	if !near(st.MinSpeed, 3.0/7, 1e-12) || st.Violation != 0 || !near(st.MaxP99, 0.035633167398915, 1e-12) {
+		t.Errorf("S %+v, want the 3g.40gb instance (3/7)", st)
+	}
+	// T: 10 s of work at 1/7 from 1 s
+	if jt := jobByID(t, res, "T"); us(jt.FirstStart) != 1_000_000 || us(jt.End) != 71_000_000 {
+		t.Errorf("T runs %d-%d µs, want 1-71 s on the 1g instance", us(jt.FirstStart), us(jt.End))
+	}
+}
