@@ -22,7 +22,7 @@ import (
 //     each 1-GPU job accepts time slicing with its Gavel model as interference
 //     workload; every 5th 1-GPU job (in trace order) is a serving job (class
 //     serving: 50 requests/s of 10 ms alone, P99 SLA 100 ms, so rho 0.5 and a
-//     predicted P99 of 49.1 ms alone: it tolerates speed >= 0.6228), the other
+//     predicted P99 of 49.1 ms alone: it tolerates speed >= 0.7432), the other
 //     1-GPU jobs are class experiment, the gangs class training;
 //   - interference: `calibrate import --format gavel --gpu-model v100` of the
 //     embedded simulation_throughputs.json (measured pair factors; unmeasured
