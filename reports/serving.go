@@ -40,7 +40,7 @@ type ServingSummary struct {
 	// ColocatedTrainingGPUHours is the work (GPU-hours at reference speed) that
 	// other jobs did on GPUs shared with serving jobs: the training throughput
 	// gained by co-location with serving. ColocatedTrainingGPUs is the same
-	// divided by the run's length (mean GPUs' worth of training).
+	// divided by the makespan (mean GPUs' worth of training).
 	ColocatedTrainingGPUHours float64 `json:"colocated_training_gpu_hours"`
 	ColocatedTrainingGPUs     float64 `json:"colocated_training_gpus"`
 }
@@ -60,8 +60,8 @@ func summarizeServing(res *sim.Result, s *Summary) {
 		run += j.Running
 	}
 	ss.ViolationHours, ss.RunningHours = round(viol.Seconds()/3600), round(run.Seconds()/3600)
-	if end := res.End.Seconds(); end > 0 {
-		ss.ColocatedTrainingGPUs = round(sv.ColocatedTrainingGPUSeconds / end)
+	if ms := res.Makespan.Seconds(); ms > 0 {
+		ss.ColocatedTrainingGPUs = round(sv.ColocatedTrainingGPUSeconds / ms)
 	}
 	s.Serving = ss
 }
