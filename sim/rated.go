@@ -93,7 +93,7 @@ func (e *Engine) startRated(j *Job) {
 	j.sh.base = j.speed // placement speed from the SpeedModel (1 without one)
 	j.speed = 0
 	j.sh.factor = 1
-	j.sh.scheduled, j.sh.sharedSeg = false, false
+	j.sh.scheduled, j.sh.sharedSeg, j.sh.withServing = false, false, false
 	j.sh.rs = newRunState(e.now, j.Done, j.runRestore)
 	if !e.isSharer(j) {
 		e.setSpeed(j, j.sh.base)
