@@ -92,6 +92,10 @@ func writeRunDir(dir string, res *sim.Result, summarize func() *Summary, events 
 		// jobs: 3.6-3.8 s wall instead of 4.4-4.9 s, peak RSS ~950-975 MiB).
 		tasks = []func() error{tasks[3], tasks[1], tasks[2], tasks[0]}
 	}
+	if res.Serving != nil {
+		tasks = append(tasks, files(ServingFile, func(w io.Writer) error { return WriteServingCSV(w, res) }),
+			files(ServingP99File, func(w io.Writer) error { return WriteServingP99CSV(w, res) }))
+	}
 	err := runTasks(tasks)
 	if events != nil {
 		if eerr := events(); err == nil {

@@ -115,6 +115,9 @@ func (s *Scenario) Jobs(c *sim.Cluster) ([]sim.JobSpec, *traces.ImportReport, er
 	if err := s.applySharingDefaults(jobs); err != nil {
 		return nil, rep, err
 	}
+	if err := s.applyServing(jobs); err != nil {
+		return nil, rep, err
+	}
 	var bad []string
 	for i := range jobs {
 		if err := c.Feasible(&jobs[i]); err != nil {

@@ -57,6 +57,9 @@ type Scenario struct {
 	// SharingDefaults fills the sharing fields of jobs that do not set them,
 	// per job class (see SharingDefault).
 	SharingDefaults map[string]SharingDefault `yaml:"sharingDefaults"`
+	// Serving makes the jobs of the listed classes serving jobs with a request
+	// load and a P99 latency SLA (see ServingClass, docs/serving.md).
+	Serving map[string]ServingClass `yaml:"serving"`
 	// Throughputs, when present, is a per-(job type, GPU type) throughput table
 	// (see ThroughputsSpec).
 	Throughputs *ThroughputsSpec `yaml:"throughputs"`
@@ -268,6 +271,7 @@ func Parse(data []byte, file string, sets []string) (*Scenario, error) {
 	sc.useSourceParams()
 	sc.setDefaults()
 	fe := append(append(sc.validate(), sc.validateSpeed()...), sc.validateSharing()...)
+	fe = append(fe, sc.validateServing()...)
 	pp := sc.validatePolicyParams()
 	if len(fe) > 0 || len(pp) > 0 {
 		e := sc.problems(fe)

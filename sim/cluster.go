@@ -127,6 +127,9 @@ type Cluster struct {
 	shrMem  []int64 // GPU memory used by sharers (MiB)
 	shrOpen bitset  // GPUs with sharers and room for another client
 	mig     *migState
+	// servQoS is the engine's serving co-location check (nil without serving
+	// jobs; see CanShare).
+	servQoS func(s *JobSpec, g GPUID, leaving []*Job) bool
 }
 
 type bitset []uint64

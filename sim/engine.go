@@ -125,6 +125,9 @@ type Result struct {
 	SchedulingPoints           int64
 	// Sharing summarises device-level sharing; nil without Config.Sharing.
 	Sharing *SharingStats
+	// Serving is the serving jobs' latency record; nil when no job has a
+	// JobSpec.Serving (docs/serving.md).
+	Serving *ServingStats
 }
 
 // DefaultLivelockPreemptions is Config.LivelockPreemptions' default.
@@ -177,7 +180,8 @@ type Engine struct {
 	gpuSlab    []GPUID
 	resAt      []Time
 	waitWhy    []Reason
-	share      *shareState // nil without Config.Sharing
+	share      *shareState   // nil without Config.Sharing
+	serving    *servingState // nil without serving jobs
 }
 
 // NewEngine validates cfg and prepares a run. Jobs are sorted by (Submit, ID); their
@@ -220,10 +224,12 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if err := e.initJobs(cfg.Jobs, specs); err != nil {
 		return nil, err
 	}
-	if cfg.Sharing != nil {
+	e.initServing()
+	if e.cfg.Sharing != nil {
 		if err := e.initShare(); err != nil {
 			return nil, err
 		}
+		e.initServingQoS()
 	}
 	e.view.e = e
 	e.policyRand = Stream(cfg.Seed, "policy/"+cfg.Policy.Name())
@@ -433,6 +439,9 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 	if e.share != nil {
 		st := e.share.stats
 		res.Sharing = &st
+	}
+	if e.serving != nil {
+		res.Serving = e.servingResult()
 	}
 	if e.cfg.Progress != nil {
 		e.cfg.Progress(e.progress())

@@ -83,6 +83,10 @@ type JobSpec struct {
 	MIGProfile string     // requested MIG profile (e.g. "1g.10gb"); "" = none
 	SMUtil     float64    // solo SM utilisation in [0, 1]; 0 = unknown
 	Workload   string     // interference-matrix key; "" = unknown
+
+	// Serving makes the job a serving job (docs/serving.md): its request load
+	// and P99 latency SLA; nil for other jobs. Copies of a spec share it.
+	Serving *ServingSpec
 }
 
 // TotalGPUs is the number of GPUs the gang occupies (whole or shared).
@@ -167,6 +171,11 @@ func (s *JobSpec) Validate() error {
 	}
 	if s.MIGProfile != "" && s.Sharing != AcceptMIG && s.Sharing != AcceptAny {
 		errs = append(errs, "mig_profile: needs sharing mig or any")
+	}
+	if s.Serving != nil {
+		if err := s.Serving.Validate(); err != nil {
+			errs = append(errs, "serving: "+err.Error())
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
@@ -255,17 +264,18 @@ type Job struct {
 // jobShare is a job's rate-based state, allocated only in runs with sharing (so
 // runs without it keep Job small).
 type jobShare struct {
-	rs         runState
-	scheduled  bool    // the current run's end event is scheduled
-	sharedSeg  bool    // the current speed segment runs on a GPU with other jobs
-	migIdx     int16   // MIG instance index on its GPU
-	wl         int32   // interned workload (-1 = unknown)
-	base       float64 // placement speed (SpeedModel) of the current run
-	factor     float64 // sharing factor on its GPU (1 = alone)
-	speedInt   float64 // integral of speed over running wall time (µs)
-	speedWall  Duration
-	sharedWall Duration
-	minSpeed   float64
+	rs          runState
+	scheduled   bool    // the current run's end event is scheduled
+	sharedSeg   bool    // the current speed segment runs on a GPU with other jobs
+	withServing bool    // ... and one of them is a serving job (not itself)
+	migIdx      int16   // MIG instance index on its GPU
+	wl          int32   // interned workload (-1 = unknown)
+	base        float64 // placement speed (SpeedModel) of the current run
+	factor      float64 // sharing factor on its GPU (1 = alone)
+	speedInt    float64 // integral of speed over running wall time (µs)
+	speedWall   Duration
+	sharedWall  Duration
+	minSpeed    float64
 }
 
 // MeanSpeed is the job's time-weighted mean speed over all its runs (sharing

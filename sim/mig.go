@@ -105,6 +105,9 @@ func (c *Cluster) migPick(s *JobSpec, g GPUID) int {
 		if want >= 0 && p != want || want < 0 && geo.MemoryMiB(p) < s.GPUMemMiB {
 			continue
 		}
+		if s.Serving != nil && c.migInstSpeed(g, geo, p) < s.Serving.MinSpeed() {
+			continue // too slow for the serving job's P99 SLA (docs/serving.md)
+		}
 		if best < 0 {
 			best = i
 			continue
@@ -262,12 +265,16 @@ func (e *Engine) reconfDone(g GPUID) {
 func (e *Engine) migSpeed(j *Job) float64 {
 	c := e.cluster
 	g := j.GPUs[0]
-	in := c.mig.inst[g][j.sh.migIdx]
-	geo := c.MIGGeometryOf(g)
-	if f := c.nodes[c.gpuNode[g]].MIGSpeed[geo.ProfileName(int(in.Profile))]; f > 0 {
+	return c.migInstSpeed(g, c.MIGGeometryOf(g), int(c.mig.inst[g][j.sh.migIdx].Profile))
+}
+
+// migInstSpeed is the speed of an instance of profile p on MIG GPU g: the
+// node's measured MIGSpeed for it, else compute slices / 7.
+func (c *Cluster) migInstSpeed(g GPUID, geo MIGGeometry, p int) float64 {
+	if f := c.nodes[c.gpuNode[g]].MIGSpeed[geo.ProfileName(p)]; f > 0 {
 		return f
 	}
-	return float64(geo.ComputeSlices(int(in.Profile))) / 7
+	return float64(geo.ComputeSlices(p)) / 7
 }
 
 // EnableMIG sets up the MIG layouts of the cluster's MIG-mode GPUs from their

@@ -93,10 +93,13 @@ func (e *Engine) startRated(j *Job) {
 	j.sh.base = j.speed // placement speed from the SpeedModel (1 without one)
 	j.speed = 0
 	j.sh.factor = 1
-	j.sh.scheduled, j.sh.sharedSeg = false, false
+	j.sh.scheduled, j.sh.sharedSeg, j.sh.withServing = false, false, false
 	j.sh.rs = newRunState(e.now, j.Done, j.runRestore)
 	if !e.isSharer(j) {
 		e.setSpeed(j, j.sh.base)
+		if j.Spec.Serving != nil {
+			e.servingSpeed(j, j.sh.base)
+		}
 		return
 	}
 	g := j.GPUs[0]
@@ -114,6 +117,9 @@ func (e *Engine) startRated(j *Job) {
 // sharer, recomputes the speeds of the jobs left on its GPU.
 func (e *Engine) stopRated(j *Job, mem int64) {
 	e.closeSegment(j)
+	if j.Spec.Serving != nil {
+		e.servingSpeed(j, 0)
+	}
 	sh := e.share
 	sh.rateSum -= j.speed * float64(len(j.GPUs))
 	sp := &j.Spec

@@ -260,7 +260,10 @@ func (c *Cluster) SharingOn() bool { return c.gpuMode != nil }
 // the job accepts, free or already shared (not held by an exclusive job), has
 // fewer than its client limit, and the memory of all its jobs fits the GPU's (a
 // job that gives no gpu_mem_mib counts as 0). For MIG: g is not being
-// reconfigured and has a free instance for the job (see mig.go).
+// reconfigured and has a free instance for the job (see mig.go). With serving
+// jobs in the run (docs/serving.md) it also refuses a time-slicing or MPS join
+// that would take a serving job's speed below its ServingMinSpeed, and a MIG
+// instance too slow for a serving job's bound.
 func (c *Cluster) CanShare(s *JobSpec, g GPUID) bool {
 	if !c.sharer(s, g) {
 		return false
@@ -276,7 +279,10 @@ func (c *Cluster) CanShare(s *JobSpec, g GPUID) bool {
 	if int32(n) >= c.clients(nd) {
 		return false
 	}
-	return nd.GPUMemMiB <= 0 || c.shrMem[g]+s.GPUMemMiB <= nd.GPUMemMiB
+	if nd.GPUMemMiB > 0 && c.shrMem[g]+s.GPUMemMiB > nd.GPUMemMiB {
+		return false
+	}
+	return c.servQoS == nil || c.servQoS(s, g, nil)
 }
 
 func (c *Cluster) clients(nd *NodeSpec) int32 {
@@ -418,6 +424,14 @@ func (e *Engine) reshare(g GPUID) {
 			sh.stats.Fallback++
 		}
 	}
+	nServe := 0
+	if e.serving != nil {
+		for _, r := range list {
+			if e.jobs[r].Spec.Serving != nil {
+				nServe++
+			}
+		}
+	}
 	sum := 0.0
 	for i, r := range list {
 		f := out[i]
@@ -435,7 +449,14 @@ func (e *Engine) reshare(g GPUID) {
 		// factor is unchanged), so the segments are a function of the set history
 		e.closeSegment(j)
 		j.sh.sharedSeg = k > 1
+		j.sh.withServing = k > 1 && nServe > 0
 		j.sh.scheduled = false
+		if j.Spec.Serving != nil {
+			// a service runs for its wall time; the factor stretches its requests
+			e.setSpeed(j, j.sh.base)
+			e.servingSpeed(j, j.sh.base*f)
+			continue
+		}
 		e.setSpeed(j, j.sh.base*f)
 	}
 	sh.factSum[g] = sum
@@ -479,6 +500,9 @@ func (e *Engine) setSpeed(j *Job, s float64) {
 func (e *Engine) closeSegment(j *Job) {
 	el := e.now.Sub(j.sh.rs.t0)
 	if el > 0 && j.sh.scheduled {
+		if e.serving != nil {
+			e.servingSegment(j, j.sh.rs.t0, el)
+		}
 		j.sh.rs.advance(el, j.speed, j.Spec.Duration, e.cfg.CheckpointInterval, e.cfg.CheckpointSave)
 		j.sh.speedInt += j.speed * float64(el)
 		j.sh.speedWall += el

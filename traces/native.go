@@ -41,6 +41,9 @@ const (
 	cMIGProfile
 	cSMUtil
 	cWorkload
+	cServingRate // serving job columns (native_serving.go)
+	cServingService
+	cServingSLA
 	numAllCols
 )
 
@@ -55,7 +58,10 @@ func colName(c int) string {
 	if c < numNativeCols {
 		return NativeColumns[c]
 	}
-	return SharingColumns[c-numNativeCols]
+	if c < cServingRate {
+		return SharingColumns[c-numNativeCols]
+	}
+	return ServingColumns[c-cServingRate]
 }
 
 // NativeColumns lists the native format's columns in the order the writers use.
@@ -196,6 +202,9 @@ func nativeRow(src fieldSource, file string, line int, in interner) (sim.JobSpec
 		return bad(cMemory, "must be >= 0, got %d", j.MemoryMiB)
 	}
 	if err := sharingCols(src, &j, file, line, in); err != nil {
+		return sim.JobSpec{}, err
+	}
+	if err := servingCols(src, &j, file, line); err != nil {
 		return sim.JobSpec{}, err
 	}
 	if col, msg := checkLimits(&j); col != "" {
@@ -412,7 +421,7 @@ func mapNativeColumns(file string, header []string, idx []int) error {
 	if len(unknown) > 0 {
 		cols := strings.Join(NativeColumns, ",")
 		if len(idx) > numNativeCols {
-			cols += "," + strings.Join(SharingColumns, ",")
+			cols += "," + strings.Join(SharingColumns, ",") + "," + strings.Join(ServingColumns, ",")
 		}
 		return rowErr(file, 1, "", "unknown column(s) %s (native columns: %s)", strings.Join(unknown, ", "), cols)
 	}

@@ -30,6 +30,7 @@ const parquetBatch = 1 << 17
 var nativeArrowTypes = [numAllCols]arrow.DataType{
 	cSharing: arrow.BinaryTypes.String, cGPUMemMiB: arrow.PrimitiveTypes.Int64, cMIGProfile: arrow.BinaryTypes.String,
 	cSMUtil: arrow.PrimitiveTypes.Float64, cWorkload: arrow.BinaryTypes.String,
+	cServingRate: arrow.PrimitiveTypes.Float64, cServingService: arrow.PrimitiveTypes.Float64, cServingSLA: arrow.PrimitiveTypes.Float64,
 	cID: arrow.BinaryTypes.String, cSubmit: arrow.PrimitiveTypes.Float64, cGPUs: arrow.PrimitiveTypes.Int32,
 	cDuration: arrow.PrimitiveTypes.Float64, cReplicas: arrow.PrimitiveTypes.Int32, cWalltime: arrow.PrimitiveTypes.Float64,
 	cGPUMilli: arrow.PrimitiveTypes.Int32, cGPUModel: arrow.BinaryTypes.String, cQueue: arrow.BinaryTypes.String,

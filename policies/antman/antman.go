@@ -328,7 +328,8 @@ func usable(c *sim.Cluster, s *sim.JobSpec, n sim.NodeID) bool {
 // evictOne picks, for a 1-GPU guarantee job, the GPU holding only
 // opportunistic jobs where the fewest must yield (ties: lowest id). When the
 // job shares that GPU's mode, the oldest opportunistic jobs may stay as long as
-// their sm_util and memory leave it room (AntMan's leftover); otherwise all go.
+// their sm_util and memory leave it room (AntMan's leftover) and every serving
+// job keeps its P99 SLA (sim.Cluster.ServingAdmits); otherwise all go.
 func (a *Policy) evictOne(c *sim.Cluster, now sim.Time, j *sim.Job) bool {
 	s := &j.Spec
 	best, bestK := sim.GPUID(-1), 0
@@ -368,7 +369,8 @@ func (a *Policy) mustYield(c *sim.Cluster, s *sim.JobSpec, g sim.GPUID) int {
 	u, mem := coloc.Util(s, a.unknownU), s.GPUMemMiB
 	for k := 0; k <= len(on); k++ {
 		stay := on[:len(on)-k]
-		if len(stay) < clients && coloc.UtilSum(stay, a.unknownU)+u <= a.limit+1e-9 && (nd.GPUMemMiB <= 0 || memSum(stay)+mem <= nd.GPUMemMiB) {
+		if len(stay) < clients && coloc.UtilSum(stay, a.unknownU)+u <= a.limit+1e-9 && (nd.GPUMemMiB <= 0 || memSum(stay)+mem <= nd.GPUMemMiB) &&
+			c.ServingAdmits(s, g, on[len(on)-k:]) { // serving jobs' P99 SLA (docs/serving.md)
 			return k
 		}
 	}

@@ -212,7 +212,17 @@ func (p *packPlacer) solveMode(m pack.Mode) {
 func (p *packPlacer) job(j *sim.Job) pack.Job {
 	s := &j.Spec
 	return pack.Job{ID: int(j.Ref), Workload: j.WorkloadID(), SMUtil: s.SMUtil, MemMiB: s.GPUMemMiB,
-		Milli: s.GPUMilli, MaxSlowdown: p.maxSlowdown, Accepts: s.Accepts(), Models: s.GPUModels}
+		Milli: s.GPUMilli, MaxSlowdown: p.maxSlowdown, MinSpeed: servingMinSpeed(s), Accepts: s.Accepts(), Models: s.GPUModels}
+}
+
+// servingMinSpeed is a serving job's QoS bound for the packer (the lowest speed
+// at which its predicted P99 meets its SLA, sim.ServingMinSpeed), 0 for other
+// jobs (docs/serving.md).
+func servingMinSpeed(s *sim.JobSpec) float64 {
+	if s.Serving == nil {
+		return 0
+	}
+	return s.Serving.MinSpeed()
 }
 
 // build fills p.prob.GPUs (and p.gpus) from the live cluster: time-slicing and
@@ -271,11 +281,11 @@ func (p *packPlacer) occupants(c *sim.Cluster) {
 func (p *packPlacer) occupant(j *sim.Job) pack.Job {
 	s := &j.Spec
 	return pack.Job{ID: int(j.Ref), Workload: j.WorkloadID(), SMUtil: s.SMUtil, MemMiB: s.GPUMemMiB,
-		Milli: s.GPUMilli, MaxSlowdown: p.maxSlowdown}
+		Milli: s.GPUMilli, MaxSlowdown: p.maxSlowdown, MinSpeed: servingMinSpeed(s)}
 }
 
 // usable checks a planned GPU against the live cluster: the engine accepts the
-// job there, the node hosts it, Allow admits it, and every job then on the GPU
+// job there (Cluster.CanShare, which includes serving jobs' SLA bounds), the node hosts it, Allow admits it, and every job then on the GPU
 // keeps its bound.
 func (p *packPlacer) usable(c *sim.Cluster, j *sim.Job, g sim.GPUID, out *Placement) bool {
 	s := &j.Spec
