@@ -136,6 +136,7 @@ func (s *Scenario) validate() sim.FieldErrors {
 	if w.Trace != nil {
 		fe = append(fe, w.Trace.Validate().Prefix("workload.trace")...)
 	}
+	fe = append(fe, s.validateFailures()...)
 	for _, b := range s.validateExperiment() {
 		i := strings.IndexByte(b, '|')
 		fe.Add(b[:i], "%s", b[i+1:])

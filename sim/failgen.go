@@ -109,6 +109,7 @@ func sortIncidents(inc []Incident) {
 // FailureSource. It is deterministic: ties in time go to the lower process
 // index, then the lower target index.
 type Generator struct {
+	per   []periodic
 	procs []FailureProcess
 	rng   []*rand.Rand
 	h     genHeap
@@ -163,11 +164,53 @@ func NewGenerator(seed uint64, procs []FailureProcess, fixed []Incident) (*Gener
 	return g, nil
 }
 
+// periodic is a rolling schedule: window k begins at start + k·every and
+// takes groups[k mod len(groups)] down for dur.
+type periodic struct {
+	groups [][]NodeID
+	next   Time
+	every  Duration
+	dur    Duration
+	k      int
+}
+
+// AddPeriodic adds a rolling planned-maintenance schedule (Incident.Planned,
+// Cause "maintenance"): window k at start + k·every takes groups[k mod
+// len(groups)] down for dur. At equal times it comes after fixed incidents and
+// before random ones.
+func (g *Generator) AddPeriodic(groups [][]NodeID, start Time, every, dur Duration) {
+	if len(groups) == 0 || every <= 0 {
+		return
+	}
+	g.per = append(g.per, periodic{groups: groups, next: start, every: every, dur: dur})
+}
+
 // Next returns the next incident in time order.
 func (g *Generator) Next() (Incident, bool) {
-	if g.fi < len(g.fixed) && (len(g.h) == 0 || g.fixed[g.fi].At <= g.h[0].t) {
+	tr := Never
+	if len(g.h) > 0 {
+		tr = g.h[0].t
+	}
+	pi := -1
+	for i := range g.per {
+		if pi < 0 || g.per[i].next < g.per[pi].next {
+			pi = i
+		}
+	}
+	tp := Never
+	if pi >= 0 {
+		tp = g.per[pi].next
+	}
+	if g.fi < len(g.fixed) && g.fixed[g.fi].At <= min(tr, tp) {
 		g.fi++
 		return g.fixed[g.fi-1], true
+	}
+	if pi >= 0 && tp <= tr && tp != Never {
+		p := &g.per[pi]
+		inc := Incident{At: p.next, Repair: p.dur, GPU: -1, Nodes: p.groups[p.k%len(p.groups)], Planned: true, Cause: "maintenance"}
+		p.k++
+		p.next = p.next.Add(p.every)
+		return inc, true
 	}
 	if len(g.h) == 0 {
 		return Incident{}, false
