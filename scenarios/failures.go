@@ -264,6 +264,20 @@ func (s *Scenario) validateFailures() sim.FieldErrors {
 	return fe
 }
 
+// youngDalyAnywhere reports whether some policy uses Young/Daly intervals
+// (then checkpointSaveCost works without checkpointInterval).
+func (s *Scenario) youngDalyAnywhere() bool {
+	if s.Failures == nil {
+		return false
+	}
+	for i := range s.Policies {
+		if s.recoveryFor(i).OptimizeCheckpoints == "young-daly" {
+			return true
+		}
+	}
+	return s.Failures.Recovery.OptimizeCheckpoints == "young-daly"
+}
+
 // recoveryFor merges policy i's recovery override over the block's default.
 func (s *Scenario) recoveryFor(i int) RecoverySpec {
 	r := s.Failures.Recovery
