@@ -124,3 +124,47 @@ func TestFailureRecoveryHandWorked(t *testing.T) {
 		})
 	}
 }
+
+// TestFailurePlannedCheckpointAndSpareRefill: maintenance on node 0 at 250 s
+// with a 10 s save and a 20 s restore: the job checkpoints in the notice (its
+// work at 240 s wall: checkpoints saved at 100-110 s and 210-220 s, so 220 s
+// of work) and loses only the save and the restore (30 s x 8 GPUs). The
+// repaired node refills the empty spare pool.
+func TestFailurePlannedCheckpointAndSpareRefill(t *testing.T) {
+	pol, err := policies.New("fifo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := simtest.Nodes(3, 8)
+	fc := &sim.FailureConfig{Recovery: sim.RecoverRestart, PlannedCheckpoint: true, Spares: []sim.NodeID{2},
+		Source: sim.NewIncidentList([]sim.Incident{{At: sim.Time(250 * sim.Second), Repair: 100 * sim.Second, GPU: -1, Nodes: []sim.NodeID{0}, Planned: true}})}
+	cfg := sim.Config{Cluster: simtest.Cluster(t, nodes), Policy: pol, Failures: fc,
+		Jobs:               []sim.JobSpec{simtest.MakeJob("a").GPUs(8).Dur(1000).Obj()},
+		CheckpointInterval: 100 * sim.Second, CheckpointSave: 10 * sim.Second, CheckpointRestore: 20 * sim.Second}
+	e, err := sim.NewEngine(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, j := res.Failures, &res.Jobs[0]
+	if st.PlannedInterrupt != 1 || st.Interruptions != 0 || st.PlannedIncidents != 1 {
+		t.Errorf("stats %+v", *st)
+	}
+	if st.LostGPUSeconds != 240 || st.JobLost[0] != 30*sim.Second {
+		t.Errorf("lost %g GPU-s, job %v; want 240, 30s", st.LostGPUSeconds, st.JobLost[0])
+	}
+	// restarted at 250 s with 220 s of work: 20 + 780 + 7 saves (300..900) = 870 s
+	if j.End != sim.Time(1120*sim.Second) || j.State != sim.StateCompleted {
+		t.Errorf("end %v state %s, want 1120 s completed", j.End, j.State)
+	}
+	// the spare (node 2) replaced node 0 at once, node 0 became the spare at 350 s
+	if st.SparesUsed != 1 || j.Nodes[0] != 1 && j.Nodes[0] != 2 {
+		t.Errorf("spares used %d, nodes %v", st.SparesUsed, j.Nodes)
+	}
+	if c := res.Cluster; c.NodeFreeGPUs(0) != 0 {
+		t.Errorf("node 0 has %d free GPUs, want 0 (held as the refilled spare)", c.NodeFreeGPUs(0))
+	}
+}
