@@ -3,6 +3,9 @@ package reports
 import (
 	"strconv"
 
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+
 	"github.com/gpusim/gpusim/sim"
 )
 
@@ -10,8 +13,8 @@ import (
 // only in runs with failures configured (sim.Result.Failures != nil): without
 // them every file is byte-identical to a build without the feature.
 
-// FailureJobColumns are the extra columns of jobs.csv in failure runs, after
-// JobColumns.
+// FailureJobColumns are the extra columns of jobs.csv and jobs.parquet in
+// failure runs, after JobColumns.
 var FailureJobColumns = []string{"interruptions", "failure_lost_s", "failure_lost_gpu_hours"}
 
 // JobFail is a job's failure metrics (JobRow.Fail; nil without failures).
@@ -97,4 +100,28 @@ func appendJobFailCSV(b []byte, r *JobRow) []byte {
 	b = appendSecs(b, r.Fail.LostS)
 	b = append(b, ',')
 	return appendSecs(b, r.Fail.LostGPUHours)
+}
+
+var jobsFailureSchema = arrow.NewSchema(append(jobsSchema.Fields(),
+	arrow.Field{Name: "interruptions", Type: arrow.PrimitiveTypes.Int32},
+	arrow.Field{Name: "failure_lost_s", Type: arrow.PrimitiveTypes.Float64},
+	arrow.Field{Name: "failure_lost_gpu_hours", Type: arrow.PrimitiveTypes.Float64},
+), nil)
+
+// failureJobColumns append the extra jobs.parquet columns of failure runs
+// (jobsFailureSchema after jobsSchema).
+var failureJobColumns = [...]func(b array.Builder, rows []JobRow){
+	i32Col(func(r *JobRow) int32 { return r.Fail.Interruptions }),
+	f64Col(func(r *JobRow) float64 { return r.Fail.LostS }),
+	f64Col(func(r *JobRow) float64 { return r.Fail.LostGPUHours }),
+}
+
+func appendJobFailParquet(b *array.RecordBuilder, r *JobRow) {
+	if r.Fail == nil {
+		return
+	}
+	n := len(jobsSchema.Fields())
+	b.Field(n).(*array.Int32Builder).Append(r.Fail.Interruptions)
+	b.Field(n + 1).(*array.Float64Builder).Append(r.Fail.LostS)
+	b.Field(n + 2).(*array.Float64Builder).Append(r.Fail.LostGPUHours)
 }
