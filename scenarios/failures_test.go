@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -149,7 +150,9 @@ func TestFailuresDeterministic(t *testing.T) {
 		return jobs.String(), fails.String()
 	}
 	j1, f1 := run("7")
+	old := runtime.GOMAXPROCS(1)
 	j2, f2 := run("7")
+	runtime.GOMAXPROCS(old)
 	if j1 != j2 || f1 != f2 {
 		t.Fatal("same seed, different outputs")
 	}
