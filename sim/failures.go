@@ -142,6 +142,7 @@ type failState struct {
 	nodes   []NodeID
 	gpus    []GPUID
 	picked  []GPUID
+	moved   []int // replicas being replaced (recoverInPlace)
 }
 
 const (
@@ -551,11 +552,13 @@ func (e *Engine) recoverInPlace(j *Job, inc *Incident) (bool, error) {
 	f.nodes = append(f.nodes[:0], j.Nodes...)
 	f.gpus = append(f.gpus[:0], j.GPUs...)
 	f.picked = f.picked[:0]
+	f.moved = f.moved[:0]
 	var spares []NodeID
 	for r := range j.Nodes {
 		if !failed(r) {
 			continue
 		}
+		f.moved = append(f.moved, r)
 		n, isSpare := e.findReplacement(j, r, span, dom, model)
 		if n < 0 {
 			return false, nil
@@ -568,26 +571,63 @@ func (e *Engine) recoverInPlace(j *Job, inc *Incident) (bool, error) {
 		f.picked = e.pickGPUs(f.picked, n, isSpare, span, dom, g)
 		copy(f.gpus[r*g:(r+1)*g], f.picked[k0:])
 	}
-	// Apply: spares join the service, the gang pauses for the rebuild and
-	// resumes with all its work on the new placement.
+	// Apply in place: the healthy replicas keep their GPUs; the failed ones
+	// release theirs and take the replacements (spares join the service); the
+	// run is cut into a new segment that starts with the rebuild pause and keeps
+	// all the work. Observers see a preempt and a start, as for a requeue.
+	e.record(EvPreempt, j.Ref, 0)
+	el := Duration(e.now - j.LastStart)
+	done, _, ovh := e.runProgress(j, el)
+	j.Overhead += ovh
+	j.Wasted += max(0, el-Duration(float64(done-j.runDone)/j.speed))
+	j.Done = done
+	for _, r := range f.moved {
+		e.chargeReplica(j.Nodes[r], j.GPUs[r*g:(r+1)*g], sp.GPUMilli, sp.CPUMilli, sp.MemoryMiB, -1)
+	}
 	for _, n := range spares {
 		e.changeNode(n, func() { f.spare[n] = false })
 		f.nSpare--
 		f.stats.SparesUsed++
 	}
-	el := Duration(e.now - j.LastStart)
-	done, _, ovh := e.runProgress(j, el)
-	e.stop(j, false)
-	j.Overhead += ovh
-	prod := Duration(float64(done-j.runDone) / j.speed)
-	j.Wasted += max(0, el-prod)
-	j.Done = done
-	j.restore, j.migrated, j.migDelay = true, true, f.cfg.RebuildCost
-	j.Nodes, j.GPUs = nil, nil
-	e.repend(j, PreemptRequeue)
-	if err := e.applyStart(&Start{Job: j.Ref, Nodes: f.nodes, GPUs: f.gpus}); err != nil {
-		return false, fmt.Errorf("fault-tolerant recovery of job %s at t=%s: %w", sp.ID, e.now, err)
+	for _, r := range f.moved {
+		n := f.nodes[r]
+		if !c.fitsNode(n, sp.CPUMilli, sp.MemoryMiB) {
+			return false, fmt.Errorf("fault-tolerant recovery of job %s at t=%s: node %s lacks CPU or memory", sp.ID, e.now, c.nodes[n].Name)
+		}
+		gs := f.gpus[r*g : (r+1)*g]
+		for _, gg := range gs {
+			if c.gpuUsed[gg] != 0 {
+				return false, fmt.Errorf("fault-tolerant recovery of job %s at t=%s: GPU %d is in use", sp.ID, e.now, gg)
+			}
+		}
+		e.chargeReplica(n, gs, sp.GPUMilli, sp.CPUMilli, sp.MemoryMiB, +1)
+		j.Nodes[r] = n
+		copy(j.GPUs[r*g:(r+1)*g], gs)
 	}
+	if e.cfg.Speed != nil {
+		j.speed = e.cfg.Speed.Speed(c, j)
+		if !(j.speed > 0) || math.IsInf(j.speed, 0) {
+			return false, fmt.Errorf("fault-tolerant recovery of job %s: speed model returned %v", sp.ID, j.speed)
+		}
+	}
+	j.usedWall += el
+	j.LastStart, j.runDone, j.runRestore = e.now, done, f.cfg.RebuildCost
+	runFor := e.runWall(j.runDone, sp.Duration, j.speed, e.ivOf(j)) + j.runRestore
+	timeout := false
+	if e.cfg.EnforceWalltime && sp.Walltime > 0 && runFor > sp.Walltime-j.usedWall {
+		runFor = max(0, sp.Walltime-j.usedWall)
+		timeout = true
+	}
+	j.endTime = e.now.Add(runFor)
+	j.heapIdx++ // invalidates the old end event
+	gen := j.heapIdx + 1
+	j.heapIdx = gen
+	if timeout {
+		gen = -gen
+	}
+	e.seq++
+	e.q.push(qitem{t: j.endTime, kind: qEnd, seq: e.seq, job: j.Ref, gen: gen})
+	e.record(EvStart, j.Ref, 0)
 	f.stats.Recovered++
 	e.chargeLost(j, f.cfg.RebuildCost)
 	return true, nil
@@ -626,8 +666,8 @@ func (e *Engine) findReplacement(j *Job, r, span int, dom int32, model int16) (N
 		if onSpare {
 			cpu, mem = f.heldCPU[n], f.heldMem[n]
 		}
-		for rr := 0; rr < r; rr++ { // replicas of this gang moved onto n already
-			if f.nodes[rr] == n && j.Nodes[rr] != n {
+		for _, rr := range f.moved[:len(f.moved)-1] { // replicas of this gang moved onto n already
+			if f.nodes[rr] == n {
 				cpu -= sp.CPUMilli
 				mem -= sp.MemoryMiB
 			}

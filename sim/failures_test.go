@@ -168,3 +168,38 @@ func TestFailurePlannedCheckpointAndSpareRefill(t *testing.T) {
 		t.Errorf("node 0 has %d free GPUs, want 0 (held as the refilled spare)", c.NodeFreeGPUs(0))
 	}
 }
+
+// TestFailureFaultTolerantWalltime: a fault-tolerant recovery continues the
+// run's walltime (the gang never left its allocation): with a 1,020 s limit the
+// gang of TestFailureRecoveryHandWorked (which needs until 1,030 s) times out
+// at 1,020 s; with 1,100 s it completes at 1,030 s.
+func TestFailureFaultTolerantWalltime(t *testing.T) {
+	for _, tc := range []struct {
+		wall  float64
+		state sim.JobState
+		end   float64
+	}{{1020, sim.StateTimeout, 1020}, {1100, sim.StateCompleted, 1030}} {
+		pol, err := policies.New("fifo", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes := simtest.Nodes(5, 8)
+		for i := range nodes {
+			nodes[i].Leaf = 0
+		}
+		fc := &sim.FailureConfig{Recovery: sim.RecoverFaultTolerant, RebuildCost: 30 * sim.Second, UseFreeNodes: true,
+			Source: sim.NewIncidentList([]sim.Incident{nodeFail(1)})}
+		e, err := sim.NewEngine(sim.Config{Cluster: simtest.Cluster(t, nodes), Policy: pol, Failures: fc, EnforceWalltime: true,
+			Jobs: []sim.JobSpec{simtest.MakeJob("big").GPUs(8).Replicas(4).Dur(1000).Wall(tc.wall).Obj()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j := &res.Jobs[0]; j.State != tc.state || j.End.Seconds() != tc.end {
+			t.Errorf("walltime %g: %s at %g, want %s at %g", tc.wall, j.State, j.End.Seconds(), tc.state, tc.end)
+		}
+	}
+}
