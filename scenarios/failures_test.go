@@ -228,3 +228,30 @@ func TestYoungDaly(t *testing.T) {
 		t.Errorf("Meta-size job τ = %v, want ≈ 1,095 s", got)
 	}
 }
+
+// TestFailureLogReplay: random processes off, three logged incidents (one
+// planned) and a maintenance window every 12 h replay exactly.
+func TestFailureLogReplay(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "log.csv"), []byte("time,target,duration,planned\n3600,a-0,600,false\n7200,a-1/gpu2,60,false\n9000,a-1,60,true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	y := strings.Replace(minimal, "synthetic: {jobs: 50, load: 0.5}", "synthetic: {jobs: 200, load: 0.9}", 1) +
+		"failures:\n  random: false\n  log: {path: log.csv}\n  maintenance: {start: 12h, every: 12h, nodes: 1, duration: 1h}\n"
+	sc, err := Parse([]byte(y), filepath.Join(dir, "s.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := runScenario(t, sc)
+	st, end := runs[0].Result.Failures, runs[0].Result.End
+	windows := int64(0)
+	for at := 12 * sim.Hour; sim.Time(at) <= end; at += 12 * sim.Hour {
+		windows++
+	}
+	if st.Incidents != 2 || st.PlannedIncidents != 1+windows {
+		t.Errorf("incidents %d planned %d (end %v), want 2 and %d", st.Incidents, st.PlannedIncidents, end, 1+windows)
+	}
+	if st.Interruptions+st.PlannedInterrupt == 0 {
+		t.Errorf("no job was interrupted at 90 %% load")
+	}
+}
