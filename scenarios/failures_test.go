@@ -91,6 +91,29 @@ func TestFailureFidelityMeta(t *testing.T) {
 	}
 }
 
+// TestFailureRecoveryMeta: on Meta's setting (seed 1, same incidents), full
+// restarts lose work since the hourly checkpoint plus the 10 min restore per
+// interruption; fault-tolerant recovery loses the 60 s rebuild.
+func TestFailureRecoveryMeta(t *testing.T) {
+	dir := t.TempDir()
+	lost := map[string]float64{}
+	for _, strategy := range []string{"restart", "fault-tolerant"} {
+		r := runScenario(t, metaScenario(t, dir, 1, strategy))[0]
+		f := r.Summary.Failures
+		t.Logf("%s: interruptions %d, lost %.0f GPU-h, goodput %.4f", strategy, f.Interruptions, f.LostGPUHours, f.Goodput)
+		lost[strategy] = f.LostGPUHours
+		if strategy == "fault-tolerant" {
+			// 430 interruptions x 60 s x 16,384 GPUs
+			if want := float64(f.Interruptions) * 60 * 16384 / 3600; math.Abs(f.LostGPUHours-want) > 1 {
+				t.Errorf("fault-tolerant lost %.1f GPU-h, want %.1f", f.LostGPUHours, want)
+			}
+		}
+	}
+	if !(lost["fault-tolerant"] < lost["restart"]/5) {
+		t.Errorf("lost GPU-h: fault-tolerant %.0f, restart %.0f", lost["fault-tolerant"], lost["restart"])
+	}
+}
+
 // TestFailureRecoveryLargeGangs: on a large-gang workload with the same
 // incidents, fault-tolerant recovery loses fewer GPU-hours to failures than
 // full restarts, and its goodput is higher.

@@ -75,10 +75,11 @@ type FailureConfig struct {
 	// no spare fits.
 	UseFreeNodes bool
 	// Spares are held out of service from t=0 as hot spares. With
-	// RecoverRestart each failed in-service node is replaced at once by a spare
-	// (same leaf first) that joins the service; with RecoverFaultTolerant spares
-	// replace failed replicas. A repaired node refills the spare pool while it
-	// is below len(Spares), otherwise it returns to service.
+	// RecoverRestart each failed in-service node (or node with a failed GPU) is
+	// replaced at once by a spare (same leaf first) that joins the service; with
+	// RecoverFaultTolerant spares replace failed replicas. A repaired node (after
+	// a GPU repair: an idle one) refills the spare pool while it is below
+	// len(Spares), otherwise it returns to service.
 	Spares []NodeID
 	// PlannedCheckpoint: jobs on hardware taken down by a planned incident
 	// checkpoint in the notice (CheckpointSave before) and lose no work.
@@ -383,7 +384,12 @@ func (e *Engine) incident(inc Incident) error {
 	}
 	if inc.GPU >= 0 {
 		g := inc.GPU
-		e.changeNode(c.gpuNode[g], func() { f.gdown[g]++ })
+		n := c.gpuNode[g]
+		wasService := !f.nodeHeld(n) && f.gdown[g] == 0
+		e.changeNode(n, func() { f.gdown[g]++ })
+		if wasService && f.cfg.Recovery == RecoverRestart {
+			e.releaseSpare(n) // the degraded node is as good as gone for gangs
+		}
 	}
 	for _, n := range inc.Nodes {
 		wasService := !f.nodeHeld(n)
@@ -424,7 +430,7 @@ func (e *Engine) releaseSpare(n NodeID) {
 	}
 	pick := NodeID(-1)
 	for m := range f.spare {
-		if !f.spare[m] || f.nfail[m] > 0 {
+		if !f.spare[m] || !e.healthy(NodeID(m)) {
 			continue
 		}
 		if pick < 0 {
@@ -443,6 +449,20 @@ func (e *Engine) releaseSpare(n NodeID) {
 	f.stats.SparesUsed++
 }
 
+// healthy reports whether node n has no outage in effect (node or GPU).
+func (e *Engine) healthy(n NodeID) bool {
+	f, c := e.fail, e.cluster
+	if f.nfail[n] > 0 {
+		return false
+	}
+	for g := c.first[n]; g < c.first[n+1]; g++ {
+		if f.gdown[g] > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func (e *Engine) repair(idx int) {
 	f, c := e.fail, e.cluster
 	inc := &f.inc[idx]
@@ -451,7 +471,14 @@ func (e *Engine) repair(idx int) {
 	f.stats.RepairSeconds += inc.Repair.Seconds()
 	if inc.GPU >= 0 {
 		g := inc.GPU
-		e.changeNode(c.gpuNode[g], func() { f.gdown[g]-- })
+		n := c.gpuNode[g]
+		e.changeNode(n, func() { f.gdown[g]-- })
+		// A repaired node that is idle refills the spare pool.
+		nd := &c.nodes[n]
+		if f.nSpare < f.target && !f.nodeHeld(n) && c.nodeFree[n] == nd.GPUs && c.cpuFree[n] == nd.CPUMilli && c.memFree[n] == nd.MemoryMiB {
+			e.changeNode(n, func() { f.spare[n] = true })
+			f.nSpare++
+		}
 	}
 	for _, n := range inc.Nodes {
 		e.changeNode(n, func() {

@@ -68,6 +68,7 @@ func TestFailureRecoveryHandWorked(t *testing.T) {
 	}{
 		{"restart", sim.FailureConfig{Recovery: sim.RecoverRestart}, nodeFail(1), 1070, 2240, 70, 0, 0, 0, []sim.NodeID{0, 2, 3, 4}, false},
 		{"restart-gpu", sim.FailureConfig{Recovery: sim.RecoverRestart}, sim.Incident{At: sim.Time(sim.Seconds(250)), Repair: sim.Hour, GPU: 13}, 1070, 2240, 70, 0, 0, 0, []sim.NodeID{0, 2, 3, 4}, false},
+		{"restart-gpu-spare", sim.FailureConfig{Recovery: sim.RecoverRestart, Spares: []sim.NodeID{4}}, sim.Incident{At: sim.Time(sim.Seconds(250)), Repair: sim.Hour, GPU: 13}, 1070, 2240, 70, 0, 0, 1, []sim.NodeID{0, 2, 3, 4}, false},
 		{"restart-spare", sim.FailureConfig{Recovery: sim.RecoverRestart, Spares: []sim.NodeID{4}}, nodeFail(1), 1070, 2240, 70, 0, 0, 1, []sim.NodeID{0, 2, 3, 4}, false},
 		{"fault-tolerant-free", sim.FailureConfig{Recovery: sim.RecoverFaultTolerant, RebuildCost: 30 * sim.Second, UseFreeNodes: true}, nodeFail(1), 1030, 960, 30, 1, 0, 0, []sim.NodeID{0, 4, 2, 3}, false},
 		{"fault-tolerant-spare", sim.FailureConfig{Recovery: sim.RecoverFaultTolerant, RebuildCost: 30 * sim.Second, Spares: []sim.NodeID{4}}, nodeFail(1), 1030, 960, 30, 1, 0, 1, []sim.NodeID{0, 4, 2, 3}, false},
