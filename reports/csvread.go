@@ -8,6 +8,6 @@ import (
 func newCSVReader(r io.Reader) *csv.Reader {
 	cr := csv.NewReader(r)
 	cr.ReuseRecord = true
-	cr.FieldsPerRecord = len(JobColumns)
+	cr.FieldsPerRecord = 0 // the header sets it: JobColumns plus optional sharing or failure columns
 	return cr
 }

@@ -161,11 +161,16 @@ func writeJobsParquetOf(w io.Writer, res *sim.Result) error {
 	if res.Sharing != nil {
 		schema = jobsSharingSchema
 	}
+	if res.Failures != nil {
+		schema = jobsFailureSchema
+	}
 	return writeParquetColumns(w, schema, len(res.Jobs),
 		func(lo, hi int) { rows = appendJobRows(rows[:0], res, lo, hi) },
 		func(c int, b array.Builder, _, _ int) {
 			if c < len(jobColumns) {
 				jobColumns[c](b, rows)
+			} else if res.Failures != nil {
+				failureJobColumns[c-len(jobColumns)](b, rows)
 			} else {
 				sharingJobColumns[c-len(jobColumns)](b, rows)
 			}

@@ -132,6 +132,8 @@ type Summary struct {
 	Sharing *SharingSummary `json:"sharing,omitempty"`
 	// Serving is present only in runs with serving jobs (docs/serving.md).
 	Serving *ServingSummary `json:"serving,omitempty"`
+	// Failures is present only in runs with failures: (failures.go).
+	Failures *FailureSummary `json:"failures,omitempty"`
 }
 
 // QueueName maps an empty queue name to "default" (the name used in summary.json
@@ -359,6 +361,7 @@ func SummarizeWith(res *sim.Result, prov Provenance, wall time.Duration, price P
 	}
 	summarizeSharing(res, s)
 	summarizeServing(res, s)
+	summarizeFailures(res, s)
 	return s
 }
 

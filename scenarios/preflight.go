@@ -57,6 +57,9 @@ func (s *Scenario) Preflight(cluster *sim.Cluster, jobs []sim.JobSpec) error {
 		if err != nil {
 			return err
 		}
+		if cfg.Failures, err = s.FailureConfig(i, cluster); err != nil {
+			return err
+		}
 		eng, err := sim.NewEngine(cfg)
 		if err != nil {
 			path := fmt.Sprintf("policies[%d]", i)

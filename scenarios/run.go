@@ -180,6 +180,10 @@ func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, shared *sha
 		shared.done()
 		return PolicyRun{}, err
 	}
+	if cfg.Failures, err = s.FailureConfig(i, cluster); err != nil {
+		shared.done()
+		return PolicyRun{}, err
+	}
 	cfg.NoLog = opts.NoLog
 	if opts.Progress != nil {
 		cfg.Progress = func(p sim.Progress) { opts.Progress(label, p) }

@@ -63,6 +63,9 @@ type Scenario struct {
 	// Throughputs, when present, is a per-(job type, GPU type) throughput table
 	// (see ThroughputsSpec).
 	Throughputs *ThroughputsSpec `yaml:"throughputs"`
+	// Failures, when present, injects hardware failures and recovers the jobs
+	// they interrupt (see FailuresSpec, docs/failures.md).
+	Failures *FailuresSpec `yaml:"failures"`
 
 	tput    *workloads.ThroughputTable // Throughputs, loaded once
 	tputRef int
@@ -155,6 +158,9 @@ type PolicySpec struct {
 	Name   string    `yaml:"name"`
 	Label  string    `yaml:"label"` // output directory name (default: name)
 	Params yaml.Node `yaml:"params"`
+	// Recovery overrides failures: recovery settings for this policy entry
+	// (compare strategies side by side under different labels).
+	Recovery *RecoverySpec `yaml:"recovery"`
 }
 
 // DisplayName is the label, or the name.

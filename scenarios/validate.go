@@ -50,7 +50,7 @@ func (s *Scenario) validate() sim.FieldErrors {
 	if s.Simulation.SampleInterval != nil && *s.Simulation.SampleInterval != 0 && *s.Simulation.SampleInterval < policies.Dur(sim.Second) {
 		fe.Add("simulation.sampleInterval", "must be 0 (off) or at least 1s")
 	}
-	if sm := &s.Simulation; sm.CheckpointSaveCost > 0 && sm.CheckpointInterval == 0 && !sm.CheckpointOnSignal {
+	if sm := &s.Simulation; sm.CheckpointSaveCost > 0 && sm.CheckpointInterval == 0 && !sm.CheckpointOnSignal && !s.youngDalyAnywhere() {
 		fe.Add("simulation.checkpointSaveCost", "has no effect without checkpointInterval or checkpointOnSignal")
 	}
 	if sb := s.Showback; sb != nil {
@@ -136,6 +136,7 @@ func (s *Scenario) validate() sim.FieldErrors {
 	if w.Trace != nil {
 		fe = append(fe, w.Trace.Validate().Prefix("workload.trace")...)
 	}
+	fe = append(fe, s.validateFailures()...)
 	for _, b := range s.validateExperiment() {
 		i := strings.IndexByte(b, '|')
 		fe.Add(b[:i], "%s", b[i+1:])

@@ -67,6 +67,9 @@ type Config struct {
 	// progress (see SharingConfig, progress.go); nil keeps every output as without
 	// sharing.
 	Sharing *SharingConfig
+	// Failures turns on failure injection and recovery (failures.go); nil keeps
+	// every output as without it.
+	Failures *FailureConfig
 	// NoLog disables the event log (benchmarks).
 	NoLog bool
 	// LogFeed, when set (and NoLog is not), receives the event log while the
@@ -128,6 +131,8 @@ type Result struct {
 	// Serving is the serving jobs' latency record; nil when no job has a
 	// JobSpec.Serving (docs/serving.md).
 	Serving *ServingStats
+	// Failures summarises failures and recovery; nil without Config.Failures.
+	Failures *FailureStats
 }
 
 // DefaultLivelockPreemptions is Config.LivelockPreemptions' default.
@@ -182,6 +187,7 @@ type Engine struct {
 	waitWhy    []Reason
 	share      *shareState   // nil without Config.Sharing
 	serving    *servingState // nil without serving jobs
+	fail       *failState    // nil without Config.Failures
 }
 
 // NewEngine validates cfg and prepares a run. Jobs are sorted by (Submit, ID); their
@@ -230,6 +236,11 @@ func NewEngine(cfg Config) (*Engine, error) {
 			return nil, err
 		}
 		e.initServingQoS()
+	}
+	if cfg.Failures != nil {
+		if err := e.initFailures(); err != nil {
+			return nil, err
+		}
 	}
 	e.view.e = e
 	e.policyRand = Stream(cfg.Seed, "policy/"+cfg.Policy.Name())
@@ -357,7 +368,7 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 		if e.nextArr < len(e.jobs) && e.jobs[e.nextArr].Spec.Submit < t {
 			t = e.jobs[e.nextArr].Spec.Submit
 		}
-		if t == Never || t > horizon {
+		if t == Never || t > horizon || e.fail != nil && e.failuresOnly() {
 			break
 		}
 		// Only wake-ups left and nothing running: the policy alone can change the
@@ -385,6 +396,12 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 			e.reconfDone(GPUID(e.q.pop().job))
 			dirty = true
 		}
+		for e.q.Len() > 0 && e.q.top().t == t && e.q.top().kind >= qRepair {
+			if err := e.failEvent(e.q.pop()); err != nil {
+				return nil, err
+			}
+			dirty = true
+		}
 		if !dirty {
 			continue
 		}
@@ -394,7 +411,11 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 		}
 		if idleWake && !acted && e.q.Len() > 0 && e.q.top().kind == qWake && len(e.running) == 0 {
 			// drop remaining wake-ups: nothing can change
-			e.q.h = e.q.h[:0]
+			if e.fail != nil {
+				e.dropWakes() // failure events still matter
+			} else {
+				e.q.h = e.q.h[:0]
+			}
 		}
 		if e.events >= e.nextTick {
 			e.nextTick = e.events + e.cfg.ProgressEvery
@@ -442,6 +463,9 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 	}
 	if e.serving != nil {
 		res.Serving = e.servingResult()
+	}
+	if e.fail != nil {
+		res.Failures = e.finishFailures(end)
 	}
 	if e.cfg.Progress != nil {
 		e.cfg.Progress(e.progress())
@@ -675,7 +699,7 @@ func (e *Engine) applyStart(s *Start) error {
 		e.record(EvStart, j.Ref, 0)
 		return nil
 	}
-	runFor := e.runWall(j.runDone, sp.Duration, j.speed) + j.runRestore
+	runFor := e.runWall(j.runDone, sp.Duration, j.speed, e.ivOf(j)) + j.runRestore
 	kind := qEnd
 	timeout := false
 	if e.cfg.EnforceWalltime && sp.Walltime > 0 && runFor > sp.Walltime-j.usedWall {
@@ -948,13 +972,13 @@ func (e *Engine) repend(j *Job, mode PreemptMode) {
 // runWall is the wall time a run needs to take a job from work d0 to work total at
 // speed s, including periodic checkpoint saves (a checkpoint at every multiple of
 // the interval strictly between d0 and total) but not the restore time.
-func (e *Engine) runWall(d0, total Duration, s float64) Duration {
+func (e *Engine) runWall(d0, total Duration, s float64, iv Duration) Duration {
 	rem := max(0, total-d0)
 	w := rem
 	if s != 1 {
 		w = Duration(math.Ceil(float64(rem) / s))
 	}
-	if iv, c := e.cfg.CheckpointInterval, e.cfg.CheckpointSave; iv > 0 && c > 0 && total > 0 {
+	if c := e.cfg.CheckpointSave; iv > 0 && c > 0 && total > 0 {
 		n := (total-1)/iv - d0/iv // multiples k*iv with d0 < k*iv < total
 		if n > 0 {
 			w += Duration(n) * c
@@ -973,7 +997,7 @@ func (e *Engine) runProgress(j *Job, el Duration) (done, ckpt, overhead Duration
 	}
 	overhead = j.runRestore
 	t := float64(el - j.runRestore) // productive + saving time, µs
-	iv, c := e.cfg.CheckpointInterval, e.cfg.CheckpointSave
+	iv, c := e.ivOf(j), e.cfg.CheckpointSave
 	if iv <= 0 {
 		done = min(total, d0+Duration(t*s))
 		return done, d0, overhead

@@ -21,7 +21,7 @@ func TestRunStateMatchesClosedFormAtSpeed1(t *testing.T) {
 		e := &Engine{cfg: Config{CheckpointInterval: iv, CheckpointSave: c}}
 		j := &Job{Spec: JobSpec{Duration: total}, runDone: d0, runRestore: rest, speed: 1}
 		st := newRunState(0, d0, rest)
-		if got, want := st.wallToEnd(1, total, iv, c), e.runWall(d0, total, 1)+rest; got != want {
+		if got, want := st.wallToEnd(1, total, iv, c), e.runWall(d0, total, 1, iv)+rest; got != want {
 			t.Fatalf("wallToEnd %d, runWall %d", got, want)
 		}
 		el := Duration(rapid.IntRange(0, int(st.wallToEnd(1, total, iv, c))).Draw(t, "el"))

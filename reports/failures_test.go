@@ -1,0 +1,73 @@
+package reports
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/gpusim/gpusim/sim"
+)
+
+// failResult: j1 (4 GPUs, 100 s) on node 0 loses node 0 at 30 s with a 5 s
+// repair; it restarts from scratch (no checkpoints) on node 1: 30 s lost x 4
+// GPUs = 120 GPU-s.
+func failResult(t testing.TB) *sim.Result {
+	t.Helper()
+	jobs := []sim.JobSpec{job("j1", 0, 100, 1, 4, sim.ClassTraining, "q1", "alice"), job("j2", 0, 10, 1, 4, sim.ClassTraining, "q1", "bob")}
+	fc := &sim.FailureConfig{Source: sim.NewIncidentList([]sim.Incident{{At: sim.Time(30 * sim.Second), Repair: 5 * sim.Second, GPU: -1, Nodes: []sim.NodeID{0}}})}
+	e, err := sim.NewEngine(sim.Config{Cluster: testCluster(t, 2, 4), Jobs: jobs, Policy: fifo{}, Seed: 1, SampleInterval: 10 * sim.Second, Failures: fc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestFailureOutputs(t *testing.T) {
+	res := failResult(t)
+	rows := JobRows(res)
+	var csvb bytes.Buffer
+	if err := WriteJobsCSV(&csvb, rows); err != nil {
+		t.Fatal(err)
+	}
+	head, rest, _ := strings.Cut(csvb.String(), "\n")
+	if !strings.HasSuffix(head, ",interruptions,failure_lost_s,failure_lost_gpu_hours") {
+		t.Errorf("header %q", head)
+	}
+	if !strings.Contains(rest, "j1,") || !strings.Contains(rest, ",1,30,0.033333\n") {
+		t.Errorf("j1 row lacks interruptions 1, lost 30 s, 0.033333 GPU-h:\n%s", rest)
+	}
+	back, err := ParseJobsCSV("jobs.csv", strings.NewReader(csvb.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back[0].Fail == nil || back[0].Fail.Interruptions != 1 || back[0].Fail.LostS != 30 {
+		t.Errorf("parsed back %+v", back[0].Fail)
+	}
+	// the streaming and row writers agree, with the extra columns
+	for name, pair := range map[string][2]func(io.Writer) error{
+		"csv":     {func(w io.Writer) error { return writeJobsCSVOf(w, res) }, func(w io.Writer) error { return WriteJobsCSV(w, rows) }},
+		"parquet": {func(w io.Writer) error { return writeJobsParquetOf(w, res) }, func(w io.Writer) error { return WriteJobsParquet(w, rows) }},
+	} {
+		if got, want := writeBytes(t, pair[0]), writeBytes(t, pair[1]); !bytes.Equal(got, want) {
+			t.Errorf("%s: streaming writer differs", name)
+		}
+	}
+	s := Summarize(res, Provenance{}, 0)
+	f := s.Failures
+	if f == nil || f.Incidents != 1 || f.Interruptions != 1 || f.LostGPUHours != round(120.0/3600) || f.Repairs != 1 || f.MTTRH != round(5.0/3600) {
+		t.Fatalf("failures block %+v", f)
+	}
+	// useful 110 s x 4 GPUs; allocated: j2 10 s + j1 30 s (lost) + 100 s, x 4
+	if f.UsefulGPUHours != round(440.0/3600) || f.AllocatedGPUHours != round(560.0/3600) || f.Goodput != round(440.0/560) {
+		t.Errorf("useful %v allocated %v goodput %v", f.UsefulGPUHours, f.AllocatedGPUHours, f.Goodput)
+	}
+	if Summarize(smallResult(t), Provenance{}, 0).Failures != nil {
+		t.Error("a run without failures has a failures block")
+	}
+}
