@@ -67,6 +67,9 @@ type Config struct {
 	// progress (see SharingConfig, progress.go); nil keeps every output as without
 	// sharing.
 	Sharing *SharingConfig
+	// Power turns on power and carbon accounting and the power cap (power.go);
+	// nil keeps every output as without it.
+	Power *PowerConfig
 	// NoLog disables the event log (benchmarks).
 	NoLog bool
 	// LogFeed, when set (and NoLog is not), receives the event log while the
@@ -125,6 +128,8 @@ type Result struct {
 	SchedulingPoints           int64
 	// Sharing summarises device-level sharing; nil without Config.Sharing.
 	Sharing *SharingStats
+	// Power holds energy, carbon and peak power; nil without Config.Power.
+	Power *PowerStats
 }
 
 // DefaultLivelockPreemptions is Config.LivelockPreemptions' default.
@@ -178,6 +183,7 @@ type Engine struct {
 	resAt      []Time
 	waitWhy    []Reason
 	share      *shareState // nil without Config.Sharing
+	pow        *powerState // nil without Config.Power
 }
 
 // NewEngine validates cfg and prepares a run. Jobs are sorted by (Submit, ID); their
@@ -222,6 +228,11 @@ func NewEngine(cfg Config) (*Engine, error) {
 	}
 	if cfg.Sharing != nil {
 		if err := e.initShare(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Power != nil {
+		if err := e.initPower(); err != nil {
 			return nil, err
 		}
 	}
@@ -434,6 +445,9 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 		st := e.share.stats
 		res.Sharing = &st
 	}
+	if e.pow != nil {
+		res.Power = e.powerClose()
+	}
 	if e.cfg.Progress != nil {
 		e.cfg.Progress(e.progress())
 	}
@@ -455,6 +469,9 @@ func (e *Engine) advance(t Time) {
 		e.busy += float64(e.cluster.allocMilli) * (float64(t-e.now) / 1e6)
 		if e.share != nil {
 			e.share.integrate(float64(t-e.now) / 1e6)
+		}
+		if e.pow != nil {
+			e.powerAdvance(t)
 		}
 		e.now = t
 	}
@@ -643,6 +660,13 @@ func (e *Engine) applyStart(s *Start) error {
 			return fmt.Errorf("speed model returned %v", j.speed)
 		}
 	}
+	if e.pow != nil {
+		f, err := e.powerStart(j)
+		if err != nil {
+			return err
+		}
+		j.speed *= f
+	}
 	j.runDone = j.Done
 	j.runRestore = 0
 	if j.restore {
@@ -743,6 +767,9 @@ func (e *Engine) stop(j *Job, keepMem bool) {
 	mem := sp.MemoryMiB
 	if keepMem {
 		mem = 0
+	}
+	if e.pow != nil {
+		e.powerStop(j)
 	}
 	if e.share != nil {
 		e.stopRated(j, mem)
