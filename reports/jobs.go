@@ -44,6 +44,7 @@ type JobRow struct {
 	Wasted    float64   // wall time of its runs that produced no surviving work (lost work, checkpoint save/restore, killed runs)
 	Overhead  float64   // part of Wasted spent saving and restoring checkpoints
 	Share     *JobShare // sharing runs only (extra columns SharingJobColumns)
+	Power     *JobPower // power runs only (extra columns PowerJobColumns)
 }
 
 func secs(t int64) float64 { return float64(t) / 1e6 }
@@ -131,6 +132,9 @@ func appendJobRows(rows []JobRow, res *sim.Result, lo, hi int) []JobRow {
 		if res.Sharing != nil {
 			r.Share = jobShare(j)
 		}
+		if res.Power != nil {
+			r.Power = jobPower(res.Power, i)
+		}
 	}
 	return rows
 }
@@ -194,6 +198,10 @@ func WriteJobsCSV(w io.Writer, rows []JobRow) error {
 		b = append(b, ',')
 		b = append(b, strings.Join(SharingJobColumns, ",")...)
 	}
+	if len(rows) > 0 && rows[0].Power != nil {
+		b = append(b, ',')
+		b = append(b, strings.Join(PowerJobColumns, ",")...)
+	}
 	b = append(b, '\n')
 	b, err := appendJobsCSV(w, b, rows)
 	if err != nil {
@@ -211,6 +219,10 @@ func writeJobsCSVOf(w io.Writer, res *sim.Result) error {
 	if res.Sharing != nil {
 		b = append(b, ',')
 		b = append(b, strings.Join(SharingJobColumns, ",")...)
+	}
+	if res.Power != nil {
+		b = append(b, ',')
+		b = append(b, strings.Join(PowerJobColumns, ",")...)
 	}
 	b = append(b, '\n')
 	err := forJobRowChunks(res, func(rows []JobRow) (err error) {
@@ -259,6 +271,7 @@ func appendJobsCSV(w io.Writer, b []byte, rows []JobRow) ([]byte, error) {
 		b = append(b, ',')
 		b = appendSecs(b, r.Overhead)
 		b = appendJobShareCSV(b, r)
+		b = appendJobPowerCSV(b, r)
 		b = append(b, '\n')
 		if len(b) > 60<<10 {
 			if _, err := w.Write(b); err != nil {
@@ -279,7 +292,8 @@ func ParseJobsCSV(name string, r io.Reader) ([]JobRow, error) {
 		return nil, fmt.Errorf("%s: header: %w", name, err)
 	}
 	shared := strings.Join(head, ",") == strings.Join(append(append([]string(nil), JobColumns...), SharingJobColumns...), ",")
-	if strings.Join(head, ",") != strings.Join(JobColumns, ",") && !shared {
+	powered := strings.Join(head, ",") == strings.Join(append(append([]string(nil), JobColumns...), PowerJobColumns...), ",")
+	if strings.Join(head, ",") != strings.Join(JobColumns, ",") && !shared && !powered {
 		return nil, fmt.Errorf("%s: line 1: unexpected header (want %s)", name, strings.Join(JobColumns, ","))
 	}
 	var rows []JobRow
@@ -324,6 +338,9 @@ func ParseJobsCSV(name string, r io.Reader) ([]JobRow, error) {
 		if shared {
 			sh := &JobShare{MeanSpeed: f(23), MinSpeed: f(24), SharedS: f(25)}
 			r.Share = sh
+		}
+		if powered {
+			r.Power = &JobPower{EnergyKWh: f(23), CarbonKg: f(24), PeakPowerW: f(25)}
 		}
 		if perr != nil {
 			return nil, perr

@@ -167,10 +167,14 @@ func WriteJobsParquet(w io.Writer, rows []JobRow) error {
 	if len(rows) > 0 && rows[0].Share != nil {
 		schema = jobsSharingSchema
 	}
+	if len(rows) > 0 && rows[0].Power != nil {
+		schema = jobsPowerSchema
+	}
 	return writeParquet(w, schema, len(rows), func(b *array.RecordBuilder, lo, hi int) {
 		appendJobsRecord(b, rows[lo:hi])
 		for i := lo; i < hi; i++ {
 			appendJobShareParquet(b, &rows[i])
+			appendJobPowerParquet(b, &rows[i])
 		}
 	})
 }

@@ -161,12 +161,18 @@ func writeJobsParquetOf(w io.Writer, res *sim.Result) error {
 	if res.Sharing != nil {
 		schema = jobsSharingSchema
 	}
+	if res.Power != nil {
+		schema = jobsPowerSchema
+	}
 	return writeParquetColumns(w, schema, len(res.Jobs),
 		func(lo, hi int) { rows = appendJobRows(rows[:0], res, lo, hi) },
 		func(c int, b array.Builder, _, _ int) {
-			if c < len(jobColumns) {
+			switch {
+			case c < len(jobColumns):
 				jobColumns[c](b, rows)
-			} else {
+			case res.Power != nil:
+				powerJobColumns[c-len(jobColumns)](b, rows)
+			default:
 				sharingJobColumns[c-len(jobColumns)](b, rows)
 			}
 		})

@@ -130,6 +130,8 @@ type Summary struct {
 	Provenance       Provenance `json:"provenance"`
 	// Sharing is present only in runs with device-level GPU sharing.
 	Sharing *SharingSummary `json:"sharing,omitempty"`
+	// Power is present only in runs with a power: block (docs/power.md).
+	Power *PowerSummary `json:"power,omitempty"`
 }
 
 // QueueName maps an empty queue name to "default" (the name used in summary.json
@@ -356,6 +358,7 @@ func SummarizeWith(res *sim.Result, prov Provenance, wall time.Duration, price P
 		s.EventsPerSecond = round(float64(res.Events) / wall.Seconds())
 	}
 	summarizeSharing(res, s)
+	summarizePower(res, s)
 	return s
 }
 

@@ -142,25 +142,32 @@ type PowerStats struct {
 	PeakW      float64 // highest cluster draw
 	IdleW      float64 // cluster draw with nothing running
 	CapW       float64 // the cap (0 = none)
-	Throttled  int64   // starts that got φ < 1
+	CapMode    PowerCapMode
+	Throttled  int64 // starts that got φ < 1
 	HasCarbon  bool
+	// Queues lists the jobs' queues in order of first appearance (JobRef
+	// order; "" for jobs without one) and QueuePeakW each one's highest draw
+	// attributed to its running jobs.
+	Queues     []string
+	QueuePeakW []float64
 }
 
 // powerState is the engine's incremental power bookkeeping.
 type powerState struct {
-	cfg     *PowerConfig
-	dynMW   []int64 // per model: (MaxW-IdleW) in mW
-	idleMW  []int64 // per model: IdleW in mW
-	minMW   []int64 // per model: (MinCapW-IdleW) in mW, >= 0
-	capMW   int64   // 0 = none
-	baseMW  int64   // Σ all GPUs idle
-	dynSum  int64   // Σ running jobs' dyn
-	k       float64 // speed exponent
-	jobMW   []int64 // per job: attributed draw of its current run (0 when not running)
-	jobDyn  []int64 // per job: dyn of its current run
-	since   []Time  // per job: start of its current run
-	stats   PowerStats
-	hasPeak bool
+	cfg    *PowerConfig
+	dynMW  []int64 // per model: (MaxW-IdleW) in mW
+	idleMW []int64 // per model: IdleW in mW
+	minMW  []int64 // per model: (MinCapW-IdleW) in mW, >= 0
+	capMW  int64   // 0 = none
+	baseMW int64   // Σ all GPUs idle
+	dynSum int64   // Σ running jobs' dyn
+	k      float64 // speed exponent
+	jobMW  []int64 // per job: attributed draw of its current run (0 when not running)
+	jobDyn []int64 // per job: dyn of its current run
+	since  []Time  // per job: start of its current run
+	stats  PowerStats
+	jobQ   []int32 // per job: index in stats.Queues
+	qMW    []int64 // per queue: attributed draw now
 }
 
 func (e *Engine) initPower() error {
@@ -194,7 +201,21 @@ func (e *Engine) initPower() error {
 	n := len(e.jobs)
 	ps.jobMW, ps.jobDyn, ps.since = make([]int64, n), make([]int64, n), make([]Time, n)
 	ps.stats = PowerStats{JobEnergyJ: make([]float64, n), JobCarbonG: make([]float64, n), JobPeakW: make([]float64, n),
-		IdleW: float64(ps.baseMW) / 1000, CapW: pc.CapW, HasCarbon: pc.Carbon != nil, PeakW: float64(ps.baseMW) / 1000}
+		IdleW: float64(ps.baseMW) / 1000, CapW: pc.CapW, CapMode: pc.Mode, HasCarbon: pc.Carbon != nil, PeakW: float64(ps.baseMW) / 1000}
+	ps.jobQ = make([]int32, n)
+	qi := map[string]int32{}
+	for i := range e.jobs {
+		q := e.jobs[i].Spec.Queue
+		k, ok := qi[q]
+		if !ok {
+			k = int32(len(ps.stats.Queues))
+			qi[q] = k
+			ps.stats.Queues = append(ps.stats.Queues, q)
+		}
+		ps.jobQ[i] = k
+	}
+	ps.qMW = make([]int64, len(ps.stats.Queues))
+	ps.stats.QueuePeakW = make([]float64, len(ps.stats.Queues))
 	e.pow = ps
 	return nil
 }
@@ -255,6 +276,11 @@ func (e *Engine) powerStart(j *Job) (float64, error) {
 	if w := float64(ps.baseMW+ps.dynSum) / 1000; w > ps.stats.PeakW {
 		ps.stats.PeakW = w
 	}
+	q := ps.jobQ[r]
+	ps.qMW[q] += dyn + idle
+	if w := float64(ps.qMW[q]) / 1000; w > ps.stats.QueuePeakW[q] {
+		ps.stats.QueuePeakW[q] = w
+	}
 	return speed, nil
 }
 
@@ -268,6 +294,7 @@ func (e *Engine) powerStop(j *Job) {
 		ps.stats.JobCarbonG[r] += cs.GramsCO2(w, ps.since[r], e.now)
 	}
 	ps.dynSum -= ps.jobDyn[r]
+	ps.qMW[ps.jobQ[r]] -= ps.jobMW[r]
 	ps.jobDyn[r], ps.jobMW[r] = 0, 0
 }
 
