@@ -1,0 +1,69 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/sim"
+)
+
+// BenchmarkRunPower is BenchmarkRun's fifo replay with power accounting on
+// (DefaultGPUPower curves, the CAISO 2022 carbon series; cap=admit adds a
+// cluster cap at 80% of full power that every start is checked against). The
+// issue's target: at most 1.5x BenchmarkRun/policy=fifo at the same size.
+//
+//	go test ./scenarios -run '^$' -bench 'BenchmarkRun(Power)?/policy=fifo/jobs=1000000' -benchtime 1x -count 3
+func BenchmarkRunPower(b *testing.B) {
+	cs, err := LoadCarbonCSV(caisoCSV, "", "2022-06-01T00:00:00Z")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, size := range []struct{ nodes, jobs int }{{16, 10_000}, {1280, 1_000_000}} {
+		if testing.Short() && size.jobs > 100_000 {
+			continue
+		}
+		var c *sim.Cluster
+		var jobs []sim.JobSpec
+		for _, capped := range []bool{false, true} {
+			name := fmt.Sprintf("policy=fifo/jobs=%d/gpus=%d/power=on", size.jobs, size.nodes*8)
+			if capped {
+				name += "/cap=admit"
+			}
+			b.Run(name, func(b *testing.B) {
+				if c == nil {
+					c, jobs = benchSetup(b, size.nodes, size.jobs, 0.9)
+				}
+				pc := &sim.PowerConfig{Models: DefaultGPUPower, Carbon: cs}
+				if capped {
+					h := DefaultGPUPower["H100-SXM-80GB"]
+					pc.CapW = 0.8 * h.MaxW * float64(c.NumGPUs())
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				var events int64
+				for i := 0; i < b.N; i++ {
+					p, err := policies.New("fifo", nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: p, Seed: 1, EnforceWalltime: true, SampleInterval: 60 * sim.Second, Power: pc})
+					if err != nil {
+						b.Fatal(err)
+					}
+					res, err := e.Run(context.Background())
+					if err != nil {
+						b.Fatal(err)
+					}
+					if res.Jobs[len(res.Jobs)-1].State != sim.StateCompleted && res.Events < int64(len(jobs)) || res.Power.EnergyJ <= 0 {
+						b.Fatalf("run did not schedule the workload")
+					}
+					events += res.Events
+				}
+				b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(int64(b.N)*int64(len(jobs))), "ns/job")
+			})
+		}
+	}
+}
