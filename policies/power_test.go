@@ -2,6 +2,7 @@ package policies
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -187,6 +188,49 @@ func TestCarbonAwareParamErrors(t *testing.T) {
 	}
 	_, err = New("carbon-aware", yamlNode(t, "maxDelay: -1h"))
 	if err == nil || !strings.Contains(err.Error(), "line 1: maxDelay") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// greedy starts every pending job on the first free GPU, never asking
+// View.PowerFits: the engine must refuse the start that breaks the cap.
+type greedy struct{}
+
+func (greedy) Name() string { return "greedy" }
+
+func (greedy) Schedule(v *sim.View, p *sim.Plan) error {
+	c := v.Cluster()
+	for j := v.PendingHead(); j != nil; {
+		next := v.NextPending(j) // a start takes j out of the pending list
+		for g := sim.GPUID(0); g < sim.GPUID(c.NumGPUs()); g++ {
+			if c.GPUUsed(g) == 0 {
+				if err := p.AddStart(j.Ref, []sim.NodeID{c.GPUNode(g)}, []sim.GPUID{g}); err != nil {
+					return err
+				}
+				break
+			}
+		}
+		j = next
+	}
+	return nil
+}
+
+func TestPowerCapEnforcedByEngine(t *testing.T) {
+	e, err := sim.NewEngine(sim.Config{Cluster: Cluster(t, Nodes(1, 4)), Policy: greedy{}, Seed: 1,
+		Power: &sim.PowerConfig{Models: curve50x300, CapW: 700},
+		Jobs:  []sim.JobSpec{MakeJob("A").GPUs(1).Dur(100).Obj(), MakeJob("B").GPUs(1).Dur(100).Obj(), MakeJob("C").GPUs(1).Dur(100).Obj()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Run(context.Background())
+	var pe *sim.PlanError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "job C") || !strings.Contains(err.Error(), "power cap: the job needs 250.0 W at full power, 0.0 W of the 700.0 W cap is free") {
+		t.Errorf("err = %v, want a PlanError for C's start", err)
+	}
+	// A GPU model without a curve is refused when the engine is built.
+	_, err = sim.NewEngine(sim.Config{Cluster: Cluster(t, Nodes(1, 4)), Policy: greedy{}, Power: &sim.PowerConfig{},
+		Jobs: []sim.JobSpec{MakeJob("A").GPUs(1).Dur(100).Obj()}})
+	if err == nil || !strings.Contains(err.Error(), `no power curve for GPU model "h100"`) {
 		t.Errorf("err = %v", err)
 	}
 }

@@ -287,6 +287,7 @@ func appendJobsCSV(w io.Writer, b []byte, rows []JobRow) ([]byte, error) {
 // errors, which give the line and column.
 func ParseJobsCSV(name string, r io.Reader) ([]JobRow, error) {
 	cr := newCSVReader(r)
+	cr.FieldsPerRecord = 0 // the header's count: sharing and power runs add columns
 	head, err := cr.Read()
 	if err != nil {
 		return nil, fmt.Errorf("%s: header: %w", name, err)

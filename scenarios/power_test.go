@@ -5,9 +5,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/gpusim/gpusim/reports"
 	"github.com/gpusim/gpusim/sim"
 )
 
@@ -155,5 +157,52 @@ func TestCarbonAwareCutsEmissionsOnCAISO(t *testing.T) {
 	}
 	if c.WaitS.Mean <= f.WaitS.Mean {
 		t.Errorf("carbon-aware waits %.0f s, fifo %.0f s: holding jobs should cost wait", c.WaitS.Mean, f.WaitS.Mean)
+	}
+}
+
+// With power on (carbon, a throttle cap, carbon-aware), the same scenario
+// gives byte-identical outputs twice and under GOMAXPROCS=1, one policy at a
+// time.
+func TestPowerDeterminism(t *testing.T) {
+	d := t.TempDir()
+	sets := []string{"workload.synthetic.jobs=300", "power.cap.watts=40000", "power.cap.mode=throttle"}
+	run := func(dir string, par int) {
+		sc, err := Load("examples/carbon-aware.yaml", sets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Run(context.Background(), sc, RunOptions{OutDir: dir, Parallel: par}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(filepath.Join(d, "a"), 0)
+	run(filepath.Join(d, "b"), 0)
+	prev := runtime.GOMAXPROCS(1)
+	run(filepath.Join(d, "c"), 1)
+	runtime.GOMAXPROCS(prev)
+	files := []string{"jobs.csv", "jobs.parquet", "events.parquet", "timeseries.parquet"}
+	for _, pol := range []string{"fifo", "carbon-aware"} {
+		sameFiles(t, filepath.Join(d, "a", pol), filepath.Join(d, "b", pol), files...)
+		sameFiles(t, filepath.Join(d, "a", pol), filepath.Join(d, "c", pol), files...)
+		b, err := os.ReadFile(filepath.Join(d, "a", pol, "jobs.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b[:400]), ",energy_kwh,carbon_kg,peak_power_w\n") {
+			t.Errorf("%s: jobs.csv header lacks the power columns: %s", pol, b[:400])
+		}
+	}
+	// jobs.csv with power columns reads back.
+	f, err := os.Open(filepath.Join(d, "a", "fifo", "jobs.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := reports.ParseJobsCSV("jobs.csv", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 300 || rows[0].Power == nil || !(rows[0].Power.EnergyKWh > 0) {
+		t.Errorf("%d rows, first power %+v", len(rows), rows[0].Power)
 	}
 }
