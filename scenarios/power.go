@@ -186,6 +186,13 @@ func (s *Scenario) PowerConfig(c *sim.Cluster) (*sim.PowerConfig, error) {
 		pc.Models[m] = s.gpuPower(m)
 	}
 	if cp := p.Cap; cp != nil {
+		idle := 0.0
+		for i, m := range c.Models() {
+			idle += pc.Models[m].IdleW * float64(c.ModelCapacity(i))
+		}
+		if cp.Watts < idle {
+			return nil, s.fieldErr("power.cap.watts", fmt.Errorf("%g W is below the cluster's idle draw (%g W): no job could ever start", cp.Watts, idle))
+		}
 		pc.CapW, pc.SpeedExponent = cp.Watts, cp.SpeedExponent
 		if cp.Mode == "throttle" {
 			pc.Mode = sim.PowerCapThrottle

@@ -119,6 +119,13 @@ func TestPowerScenarioErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "s.yaml:10: power.carbon: open nope.csv") {
 		t.Errorf("missing carbon file error: %v", err)
 	}
+	sc, err := Parse([]byte(powerDoc("100", "admit", "700", "fifo")), "s.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = Run(context.Background(), sc, RunOptions{NoLog: true}); err == nil || !strings.Contains(err.Error(), "s.yaml:10: power.cap.watts: 100 W is below the cluster's idle draw (560 W)") {
+		t.Errorf("cap below idle: %v", err)
+	}
 	_, err = Parse([]byte(powerDoc("1000", "admit", "700", "carbon-aware")), "s.yaml", nil)
 	if err == nil || !strings.Contains(err.Error(), "s.yaml:14: policies[0].name: carbon-aware needs a carbon series") {
 		t.Errorf("missing carbon-aware error: %v", err)
