@@ -270,6 +270,14 @@ func (q *queuePolicy) Schedule(v *sim.View, p *sim.Plan) error {
 		if q.hold != nil && q.hold(v, p, j) {
 			return true // held by the policy (carbon-aware): does not block the queue
 		}
+		if !v.PowerMayFit(j) { // no placement can fit the cap: skip the search
+			p.Wait(j.Ref, sim.ReasonPowerCap)
+			if q.strict {
+				head = j
+				return false
+			}
+			return true
+		}
 		if q.placer.Place(c, j, &q.pl) {
 			if q.powerHeld(v, p, j) {
 				if q.strict {

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -81,4 +82,62 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkRunPowerRatio measures what BenchmarkRunPower does in one process,
+// interleaved: after a warm-up round, rounds of power=off, power=on and
+// power=on/cap=admit 1M-job fifo replays, each timed in CPU time (getrusage).
+// It reports the min and median of on/off and cap/off: on a machine shared
+// with other work, interleaving and CPU time cancel most of the noise that
+// separate wall-clock benchmarks suffer. Each op is 3 x rounds runs.
+//
+//	go test ./scenarios -run '^$' -bench 'BenchmarkRunPowerRatio' -benchtime 1x -timeout 30m
+func BenchmarkRunPowerRatio(b *testing.B) {
+	if testing.Short() {
+		b.Skip("1M-job runs")
+	}
+	const rounds = 6
+	cs, err := LoadCarbonCSV(caisoCSV, "", "2022-06-01T00:00:00Z")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, jobs := benchSetup(b, 1280, 1_000_000, 0.9)
+	h := DefaultGPUPower["H100-SXM-80GB"]
+	modes := []*sim.PowerConfig{nil, {Models: DefaultGPUPower, Carbon: cs},
+		{Models: DefaultGPUPower, Carbon: cs, CapW: 0.8 * h.MaxW * float64(c.NumGPUs())}}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var cpu [3][]float64
+		for r := 0; r <= rounds; r++ {
+			for m, pc := range modes {
+				p, err := policies.New("fifo", nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c0 := cpuTime()
+				e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: p, Seed: 1, EnforceWalltime: true, SampleInterval: 60 * sim.Second, Power: pc})
+				if err != nil {
+					b.Fatal(err)
+				}
+				res, err := e.Run(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res.Events < int64(len(jobs)) {
+					b.Fatal("run did not schedule the workload")
+				}
+				if r > 0 { // round 0 warms the heap
+					cpu[m] = append(cpu[m], (cpuTime() - c0).Seconds())
+				}
+			}
+		}
+		for m := range cpu {
+			slices.Sort(cpu[m])
+		}
+		med := func(x []float64) float64 { return x[len(x)/2] }
+		b.ReportMetric(cpu[0][0], "off-cpu-s-min")
+		b.ReportMetric(cpu[1][0]/cpu[0][0], "on/off-min")
+		b.ReportMetric(med(cpu[1])/med(cpu[0]), "on/off-median")
+		b.ReportMetric(med(cpu[2])/med(cpu[0]), "cap/off-median")
+	}
 }

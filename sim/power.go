@@ -233,6 +233,31 @@ func (ps *powerState) jobDemand(c *Cluster, s *JobSpec, nodes []NodeID) (full, l
 	return full, least, idle
 }
 
+// mayFit is a placement-free necessary condition for fits: false when job s
+// cannot start under the cap on any nodes of any model it allows.
+func (ps *powerState) mayFit(c *Cluster, s *JobSpec) bool {
+	if ps.capMW == 0 || s.GPUsPerReplica == 0 {
+		return true
+	}
+	least := int64(math.MaxInt64)
+	for m := range ps.dynMW {
+		if c.ModelCapacity(m) == 0 || !s.AllowsModel(c.Models()[m]) {
+			continue
+		}
+		d := ps.dynMW[m]
+		if ps.cfg.Mode == PowerCapThrottle {
+			d = min(ps.minMW[m], d)
+		}
+		least = min(least, d)
+	}
+	if least == math.MaxInt64 {
+		return true
+	}
+	// jobDemand floors per replica: subtract one mW per replica to stay below it.
+	need := least*int64(s.GPUsPerReplica)*int64(s.GPUMilli)/1000*int64(s.Replicas) - int64(s.Replicas)
+	return ps.baseMW+ps.dynSum+need <= ps.capMW
+}
+
 // fits reports whether job s can start on nodes under the cap now.
 func (ps *powerState) fits(c *Cluster, s *JobSpec, nodes []NodeID) bool {
 	if ps.capMW == 0 || s.GPUsPerReplica == 0 {
@@ -326,6 +351,13 @@ func (v *View) PowerOn() bool { return v.e.pow != nil }
 // is true when the job's minimum power fits (it may then start throttled).
 func (v *View) PowerFits(j *Job, nodes []NodeID) bool {
 	return v.e.pow == nil || v.e.pow.fits(v.e.cluster, &j.Spec, nodes)
+}
+
+// PowerMayFit is a quick test before placement: false when pending job j
+// cannot start under the power cap now whatever its placement (then
+// PowerFits is false for every placement); true without a cap.
+func (v *View) PowerMayFit(j *Job) bool {
+	return v.e.pow == nil || v.e.pow.mayFit(v.e.cluster, &j.Spec)
 }
 
 // PowerDrawW returns the cluster's current draw in watts (0 without power).
