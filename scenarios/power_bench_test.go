@@ -12,15 +12,15 @@ import (
 	"github.com/gpusim/gpusim/sim"
 )
 
-// BenchmarkRunPower is BenchmarkRun's fifo replay (power=off, the same run)
+// BenchmarkPowerRun is BenchmarkRun's fifo replay (power=off, the same run)
 // and with power accounting on (DefaultGPUPower curves, the CAISO 2022 carbon
 // series; cap=admit adds a cluster cap at 80% of full power that every start
 // is checked against). The target: power=on at most 1.5x power=off.
 // Besides wall time it reports the process's CPU time per job (cpu-ns/job,
 // getrusage), which a machine shared with other work disturbs much less.
 //
-//	go test ./scenarios -run '^$' -bench 'BenchmarkRunPower/policy=fifo/jobs=1000000' -benchtime 1x -count 3
-func BenchmarkRunPower(b *testing.B) {
+//	go test ./scenarios -run '^$' -bench '^BenchmarkPowerRun$/policy=fifo/jobs=1000000' -benchtime 1x -count 3
+func BenchmarkPowerRun(b *testing.B) {
 	cs, err := LoadCarbonCSV(caisoCSV, "", "2022-06-01T00:00:00Z")
 	if err != nil {
 		b.Fatal(err)
@@ -84,15 +84,15 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkRunPowerRatio measures what BenchmarkRunPower does in one process,
+// BenchmarkPowerRunRatio measures what BenchmarkPowerRun does in one process,
 // interleaved: after a warm-up round, rounds of power=off, power=on and
 // power=on/cap=admit 1M-job fifo replays, each timed in CPU time (getrusage).
 // It reports the min and median of on/off and cap/off: on a machine shared
 // with other work, interleaving and CPU time cancel most of the noise that
 // separate wall-clock benchmarks suffer. Each op is 3 x rounds runs.
 //
-//	go test ./scenarios -run '^$' -bench 'BenchmarkRunPowerRatio' -benchtime 1x -timeout 30m
-func BenchmarkRunPowerRatio(b *testing.B) {
+//	go test ./scenarios -run '^$' -bench '^BenchmarkPowerRunRatio$' -benchtime 1x -timeout 30m
+func BenchmarkPowerRunRatio(b *testing.B) {
 	if testing.Short() {
 		b.Skip("1M-job runs")
 	}
