@@ -155,7 +155,7 @@ func (q *queuePolicy) conservative(v *sim.View, p *sim.Plan, h *sim.Job) error {
 			return true
 		}
 		if best == now {
-			if placement.QuickFit(c, s) && q.placer.Place(c, j, &q.pl) {
+			if placement.QuickFit(c, s) && q.placer.Place(c, j, &q.pl) && !q.powerHeld(v, p, j) {
 				if err = q.start(p, j); err != nil {
 					return false
 				}

@@ -78,6 +78,11 @@ type queuePolicy struct {
 
 	prepC *sim.Cluster // cluster the placer was prepared for (placement.Prepare)
 
+	// hold, when set, is asked first about every pending job of the main pass:
+	// true keeps the job pending (it recorded its reason) without blocking the
+	// jobs behind it (the carbon-aware policy).
+	hold func(v *sim.View, p *sim.Plan, j *sim.Job) bool
+
 	pq  *jobHeap // pending, for non-FIFO orders
 	run *jobHeap // running, by (estimated end, ref), for backfill
 	pl  placement.Placement
@@ -223,6 +228,19 @@ func (q *queuePolicy) start(p *sim.Plan, j *sim.Job) error {
 	return nil
 }
 
+// powerHeld reports (and records as the job's wait reason) that placed job j
+// may not start under the run's power cap (sim.View.PowerFits on q.pl).
+func (q *queuePolicy) powerHeld(v *sim.View, p *sim.Plan, j *sim.Job) bool {
+	if v.PowerFits(j, q.pl.Nodes) {
+		return false
+	}
+	p.Wait(j.Ref, sim.ReasonPowerCap)
+	return true
+}
+
+// HonorsPowerCap: every start of a queue policy is checked with View.PowerFits.
+func (q *queuePolicy) HonorsPowerCap() bool { return true }
+
 // settle moves this call's starts into the policy's own indexes now (the engine's
 // notifications arrive after Schedule returns and are then no-ops).
 func (q *queuePolicy) settle() {
@@ -249,7 +267,25 @@ func (q *queuePolicy) Schedule(v *sim.View, p *sim.Plan) error {
 	var head *sim.Job
 	var err error
 	q.eachPending(v, func(j *sim.Job) bool {
+		if q.hold != nil && q.hold(v, p, j) {
+			return true // held by the policy (carbon-aware): does not block the queue
+		}
+		if !v.PowerMayFit(j) { // no placement can fit the cap: skip the search
+			p.Wait(j.Ref, sim.ReasonPowerCap)
+			if q.strict {
+				head = j
+				return false
+			}
+			return true
+		}
 		if q.placer.Place(c, j, &q.pl) {
+			if q.powerHeld(v, p, j) {
+				if q.strict {
+					head = j
+					return false
+				}
+				return true
+			}
 			if err = q.start(p, j); err != nil {
 				return false
 			}
@@ -457,6 +493,9 @@ func (q *queuePolicy) easy(v *sim.View, p *sim.Plan, h *sim.Job) error {
 		}
 		if !q.placer.Place(c, j, &q.pl) {
 			p.Wait(j.Ref, placement.WhyNot(c, j))
+			return true
+		}
+		if q.powerHeld(v, p, j) {
 			return true
 		}
 		rem := j.Estimate - j.Done

@@ -71,3 +71,51 @@ func TestFailureOutputs(t *testing.T) {
 		t.Error("a run without failures has a failures block")
 	}
 }
+
+// TestFailurePowerOutputs: a run with failures and power has both extra column
+// groups, failures first, in jobs.csv and jobs.parquet; the CSV parses back and
+// the streaming and row writers agree. j1 (4 GPUs at 300 W, 50 W idle) runs
+// 30 s, loses its node, and runs 100 s more: 130 s x 1200 W = 0.043333 kWh.
+func TestFailurePowerOutputs(t *testing.T) {
+	jobs := []sim.JobSpec{job("j1", 0, 100, 1, 4, sim.ClassTraining, "q1", "alice"), job("j2", 0, 10, 1, 4, sim.ClassTraining, "q1", "bob")}
+	fc := &sim.FailureConfig{Source: sim.NewIncidentList([]sim.Incident{{At: sim.Time(30 * sim.Second), Repair: 5 * sim.Second, GPU: -1, Nodes: []sim.NodeID{0}}})}
+	pc := &sim.PowerConfig{Models: map[string]sim.GPUPower{"a100": {IdleW: 50, MaxW: 300}}}
+	e, err := sim.NewEngine(sim.Config{Cluster: testCluster(t, 2, 4), Jobs: jobs, Policy: fifo{}, Seed: 1, SampleInterval: 10 * sim.Second, Failures: fc, Power: pc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := JobRows(res)
+	var csvb bytes.Buffer
+	if err := WriteJobsCSV(&csvb, rows); err != nil {
+		t.Fatal(err)
+	}
+	head, _, _ := strings.Cut(csvb.String(), "\n")
+	if !strings.HasSuffix(head, ",interruptions,failure_lost_s,failure_lost_gpu_hours,energy_kwh,carbon_kg,peak_power_w") {
+		t.Errorf("header %q", head)
+	}
+	back, err := ParseJobsCSV("jobs.csv", strings.NewReader(csvb.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back[0].Fail == nil || back[0].Fail.Interruptions != 1 || back[0].Power == nil || back[0].Power.PeakPowerW != 1200 {
+		t.Fatalf("parsed back fail %+v power %+v", back[0].Fail, back[0].Power)
+	}
+	if got := back[0].Power.EnergyKWh; got < 0.04333 || got > 0.04334 {
+		t.Errorf("j1 energy %v kWh, want 130 s x 1200 W = 0.043333", got)
+	}
+	for name, pair := range map[string][2]func(io.Writer) error{
+		"csv":     {func(w io.Writer) error { return writeJobsCSVOf(w, res) }, func(w io.Writer) error { return WriteJobsCSV(w, rows) }},
+		"parquet": {func(w io.Writer) error { return writeJobsParquetOf(w, res) }, func(w io.Writer) error { return WriteJobsParquet(w, rows) }},
+	} {
+		if got, want := writeBytes(t, pair[0]), writeBytes(t, pair[1]); !bytes.Equal(got, want) {
+			t.Errorf("%s: streaming writer differs", name)
+		}
+	}
+	if _, err := ParseJobsCSV("x.csv", strings.NewReader(strings.Replace(csvb.String(), "energy_kwh", "energy", 1))); err == nil {
+		t.Error("a header with an unknown extra column parsed")
+	}
+}

@@ -45,6 +45,7 @@ type JobRow struct {
 	Overhead  float64   // part of Wasted spent saving and restoring checkpoints
 	Share     *JobShare // sharing runs only (extra columns SharingJobColumns)
 	Fail      *JobFail  // failure runs only (extra columns FailureJobColumns)
+	Power     *JobPower // power runs only (extra columns PowerJobColumns)
 }
 
 func secs(t int64) float64 { return float64(t) / 1e6 }
@@ -135,6 +136,9 @@ func appendJobRows(rows []JobRow, res *sim.Result, lo, hi int) []JobRow {
 		if res.Failures != nil {
 			r.Fail = jobFail(res, i)
 		}
+		if res.Power != nil {
+			r.Power = jobPower(res.Power, i)
+		}
 	}
 	return rows
 }
@@ -202,6 +206,10 @@ func WriteJobsCSV(w io.Writer, rows []JobRow) error {
 		b = append(b, ',')
 		b = append(b, strings.Join(FailureJobColumns, ",")...)
 	}
+	if len(rows) > 0 && rows[0].Power != nil {
+		b = append(b, ',')
+		b = append(b, strings.Join(PowerJobColumns, ",")...)
+	}
 	b = append(b, '\n')
 	b, err := appendJobsCSV(w, b, rows)
 	if err != nil {
@@ -223,6 +231,10 @@ func writeJobsCSVOf(w io.Writer, res *sim.Result) error {
 	if res.Failures != nil {
 		b = append(b, ',')
 		b = append(b, strings.Join(FailureJobColumns, ",")...)
+	}
+	if res.Power != nil {
+		b = append(b, ',')
+		b = append(b, strings.Join(PowerJobColumns, ",")...)
 	}
 	b = append(b, '\n')
 	err := forJobRowChunks(res, func(rows []JobRow) (err error) {
@@ -272,6 +284,7 @@ func appendJobsCSV(w io.Writer, b []byte, rows []JobRow) ([]byte, error) {
 		b = appendSecs(b, r.Overhead)
 		b = appendJobShareCSV(b, r)
 		b = appendJobFailCSV(b, r)
+		b = appendJobPowerCSV(b, r)
 		b = append(b, '\n')
 		if len(b) > 60<<10 {
 			if _, err := w.Write(b); err != nil {
@@ -287,13 +300,13 @@ func appendJobsCSV(w io.Writer, b []byte, rows []JobRow) ([]byte, error) {
 // errors, which give the line and column.
 func ParseJobsCSV(name string, r io.Reader) ([]JobRow, error) {
 	cr := newCSVReader(r)
+	cr.FieldsPerRecord = 0 // the header's count: sharing and power runs add columns
 	head, err := cr.Read()
 	if err != nil {
 		return nil, fmt.Errorf("%s: header: %w", name, err)
 	}
-	shared := strings.Join(head, ",") == strings.Join(append(append([]string(nil), JobColumns...), SharingJobColumns...), ",")
-	failed := strings.Join(head, ",") == strings.Join(append(append([]string(nil), JobColumns...), FailureJobColumns...), ",")
-	if strings.Join(head, ",") != strings.Join(JobColumns, ",") && !shared && !failed {
+	shared, failed, powered, ok := jobExtras(head)
+	if !ok {
 		return nil, fmt.Errorf("%s: line 1: unexpected header (want %s)", name, strings.Join(JobColumns, ","))
 	}
 	var rows []JobRow
@@ -335,22 +348,48 @@ func ParseJobsCSV(name string, r io.Reader) ([]JobRow, error) {
 		r.Span = rec[19]
 		r.Speed = f(20)
 		r.Wasted, r.Overhead = f(21), f(22)
+		c := len(JobColumns) // the extra column groups follow in a fixed order
 		if shared {
-			sh := &JobShare{MeanSpeed: f(23), MinSpeed: f(24), SharedS: f(25)}
-			r.Share = sh
+			r.Share = &JobShare{MeanSpeed: f(c), MinSpeed: f(c + 1), SharedS: f(c + 2)}
+			c += len(SharingJobColumns)
 		}
 		if failed {
-			x, err := strconv.ParseInt(rec[23], 10, 32)
+			x, err := strconv.ParseInt(rec[c], 10, 32)
 			if err != nil && perr == nil {
 				perr = fmt.Errorf("%s: line %d: column interruptions: %w", name, line, err)
 			}
-			r.Fail = &JobFail{Interruptions: int32(x), LostS: f(24), LostGPUHours: f(25)}
+			r.Fail = &JobFail{Interruptions: int32(x), LostS: f(c + 1), LostGPUHours: f(c + 2)}
+			c += len(FailureJobColumns)
+		}
+		if powered {
+			r.Power = &JobPower{EnergyKWh: f(c), CarbonKg: f(c + 1), PeakPowerW: f(c + 2)}
 		}
 		if perr != nil {
 			return nil, perr
 		}
 		rows = append(rows, r)
 	}
+}
+
+// jobExtras matches a jobs.csv header: JobColumns, then any of the extra column
+// groups in their fixed order (SharingJobColumns, FailureJobColumns,
+// PowerJobColumns). ok is false for any other header.
+func jobExtras(head []string) (shared, failed, powered, ok bool) {
+	if len(head) < len(JobColumns) || strings.Join(head[:len(JobColumns)], ",") != strings.Join(JobColumns, ",") {
+		return false, false, false, false
+	}
+	rest := head[len(JobColumns):]
+	take := func(group []string) bool {
+		if len(rest) >= len(group) && strings.Join(rest[:len(group)], ",") == strings.Join(group, ",") {
+			rest = rest[len(group):]
+			return true
+		}
+		return false
+	}
+	shared = take(SharingJobColumns)
+	failed = take(FailureJobColumns)
+	powered = take(PowerJobColumns)
+	return shared, failed, powered, len(rest) == 0
 }
 
 // SpanName names a topology level for the span column ("cluster" for a placement

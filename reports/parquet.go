@@ -164,17 +164,15 @@ func appendOptFloat(b *array.Float64Builder, x float64) {
 // WriteJobsParquet writes rows as jobs.parquet (columns JobColumns).
 func WriteJobsParquet(w io.Writer, rows []JobRow) error {
 	schema := jobsSchema
-	if len(rows) > 0 && rows[0].Share != nil {
-		schema = jobsSharingSchema
-	}
-	if len(rows) > 0 && rows[0].Fail != nil {
-		schema = jobsFailureSchema
+	if len(rows) > 0 {
+		schema = jobsSchemaWith(rows[0].Share != nil, rows[0].Fail != nil, rows[0].Power != nil)
 	}
 	return writeParquet(w, schema, len(rows), func(b *array.RecordBuilder, lo, hi int) {
 		appendJobsRecord(b, rows[lo:hi])
 		for i := lo; i < hi; i++ {
 			appendJobShareParquet(b, &rows[i])
 			appendJobFailParquet(b, &rows[i])
+			appendJobPowerParquet(b, &rows[i])
 		}
 	})
 }

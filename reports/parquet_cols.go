@@ -157,24 +157,54 @@ func i32Col(get func(*JobRow) int32) func(array.Builder, []JobRow) {
 // column's values at a time.
 func writeJobsParquetOf(w io.Writer, res *sim.Result) error {
 	var rows []JobRow
-	schema := jobsSchema
-	if res.Sharing != nil {
-		schema = jobsSharingSchema
-	}
-	if res.Failures != nil {
-		schema = jobsFailureSchema
-	}
+	extra := extraJobColumns(res.Sharing != nil, res.Failures != nil, res.Power != nil)
+	schema := jobsSchemaWith(res.Sharing != nil, res.Failures != nil, res.Power != nil)
 	return writeParquetColumns(w, schema, len(res.Jobs),
 		func(lo, hi int) { rows = appendJobRows(rows[:0], res, lo, hi) },
 		func(c int, b array.Builder, _, _ int) {
 			if c < len(jobColumns) {
 				jobColumns[c](b, rows)
-			} else if res.Failures != nil {
-				failureJobColumns[c-len(jobColumns)](b, rows)
 			} else {
-				sharingJobColumns[c-len(jobColumns)](b, rows)
+				extra[c-len(jobColumns)](b, rows)
 			}
 		})
+}
+
+// jobsSchemaWith is jobs.parquet's schema: jobsSchema, then the extra column
+// groups that are on, in the fixed order sharing, failures, power (the order of
+// jobs.csv's columns).
+func jobsSchemaWith(share, fail, power bool) *arrow.Schema {
+	if !share && !fail && !power {
+		return jobsSchema
+	}
+	n := len(jobsSchema.Fields())
+	fields := append([]arrow.Field(nil), jobsSchema.Fields()...)
+	if share {
+		fields = append(fields, jobsSharingSchema.Fields()[n:]...)
+	}
+	if fail {
+		fields = append(fields, jobsFailureSchema.Fields()[n:]...)
+	}
+	if power {
+		fields = append(fields, jobsPowerSchema.Fields()[n:]...)
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// extraJobColumns lists the column writers of the extra groups that are on, in
+// jobsSchemaWith's order.
+func extraJobColumns(share, fail, power bool) []func(b array.Builder, rows []JobRow) {
+	var cols []func(b array.Builder, rows []JobRow)
+	if share {
+		cols = append(cols, sharingJobColumns[:]...)
+	}
+	if fail {
+		cols = append(cols, failureJobColumns[:]...)
+	}
+	if power {
+		cols = append(cols, powerJobColumns[:]...)
+	}
+	return cols
 }
 
 // sharingJobColumns append the extra jobs.parquet columns of runs with GPU

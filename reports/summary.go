@@ -134,6 +134,8 @@ type Summary struct {
 	Serving *ServingSummary `json:"serving,omitempty"`
 	// Failures is present only in runs with failures: (failures.go).
 	Failures *FailureSummary `json:"failures,omitempty"`
+	// Power is present only in runs with a power: block (docs/power.md).
+	Power *PowerSummary `json:"power,omitempty"`
 }
 
 // QueueName maps an empty queue name to "default" (the name used in summary.json
@@ -362,6 +364,7 @@ func SummarizeWith(res *sim.Result, prov Provenance, wall time.Duration, price P
 	summarizeSharing(res, s)
 	summarizeServing(res, s)
 	summarizeFailures(res, s)
+	summarizePower(res, s)
 	return s
 }
 

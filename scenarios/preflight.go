@@ -23,6 +23,9 @@ func (s *Scenario) engineConfig(pol sim.Policy, cluster *sim.Cluster, jobs []sim
 	if cfg.Sharing, err = s.SharingConfig(); err != nil {
 		return cfg, err
 	}
+	if cfg.Power, err = s.PowerConfig(cluster); err != nil {
+		return cfg, err
+	}
 	cfg.Cluster = cluster
 	cfg.Jobs = jobs
 	cfg.Policy = pol

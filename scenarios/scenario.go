@@ -66,7 +66,10 @@ type Scenario struct {
 	// Failures, when present, injects hardware failures and recovers the jobs
 	// they interrupt (see FailuresSpec, docs/failures.md).
 	Failures *FailuresSpec `yaml:"failures"`
+	// Power, when present, turns on power and carbon accounting (docs/power.md).
+	Power *PowerSpec `yaml:"power"`
 
+	carbon  *sim.CarbonSeries          // Power.Carbon, loaded by validatePower
 	tput    *workloads.ThroughputTable // Throughputs, loaded once
 	tputRef int
 	file    string     // path it was read from ("" when embedded)
@@ -278,6 +281,7 @@ func Parse(data []byte, file string, sets []string) (*Scenario, error) {
 	sc.setDefaults()
 	fe := append(append(sc.validate(), sc.validateSpeed()...), sc.validateSharing()...)
 	fe = append(fe, sc.validateServing()...)
+	fe = append(fe, sc.validatePower()...)
 	pp := sc.validatePolicyParams()
 	if len(fe) > 0 || len(pp) > 0 {
 		e := sc.problems(fe)
@@ -339,7 +343,7 @@ func (s *Scenario) Save(path string) error {
 		return err
 	}
 	root := doc.Content[0]
-	for _, p := range []string{"workload.trace.path", "cluster.from.path"} {
+	for _, p := range []string{"workload.trace.path", "cluster.from.path", "power.carbon.path"} {
 		steps, _ := parsePath(p)
 		n := root
 		for _, st := range steps {

@@ -70,6 +70,9 @@ type Config struct {
 	// Failures turns on failure injection and recovery (failures.go); nil keeps
 	// every output as without it.
 	Failures *FailureConfig
+	// Power turns on power and carbon accounting and the power cap (power.go);
+	// nil keeps every output as without it.
+	Power *PowerConfig
 	// NoLog disables the event log (benchmarks).
 	NoLog bool
 	// LogFeed, when set (and NoLog is not), receives the event log while the
@@ -133,6 +136,8 @@ type Result struct {
 	Serving *ServingStats
 	// Failures summarises failures and recovery; nil without Config.Failures.
 	Failures *FailureStats
+	// Power holds energy, carbon and peak power; nil without Config.Power.
+	Power *PowerStats
 }
 
 // DefaultLivelockPreemptions is Config.LivelockPreemptions' default.
@@ -188,6 +193,7 @@ type Engine struct {
 	share      *shareState   // nil without Config.Sharing
 	serving    *servingState // nil without serving jobs
 	fail       *failState    // nil without Config.Failures
+	pow        *powerState   // nil without Config.Power
 }
 
 // NewEngine validates cfg and prepares a run. Jobs are sorted by (Submit, ID); their
@@ -239,6 +245,11 @@ func NewEngine(cfg Config) (*Engine, error) {
 	}
 	if cfg.Failures != nil {
 		if err := e.initFailures(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Power != nil {
+		if err := e.initPower(); err != nil {
 			return nil, err
 		}
 	}
@@ -467,6 +478,9 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 	if e.fail != nil {
 		res.Failures = e.finishFailures(end)
 	}
+	if e.pow != nil {
+		res.Power = e.powerClose()
+	}
 	if e.cfg.Progress != nil {
 		e.cfg.Progress(e.progress())
 	}
@@ -488,6 +502,9 @@ func (e *Engine) advance(t Time) {
 		e.busy += float64(e.cluster.allocMilli) * (float64(t-e.now) / 1e6)
 		if e.share != nil {
 			e.share.integrate(float64(t-e.now) / 1e6)
+		}
+		if e.pow != nil {
+			e.powerAdvance(t)
 		}
 		e.now = t
 	}
@@ -676,6 +693,13 @@ func (e *Engine) applyStart(s *Start) error {
 			return fmt.Errorf("speed model returned %v", j.speed)
 		}
 	}
+	if e.pow != nil {
+		f, err := e.powerStart(j)
+		if err != nil {
+			return err
+		}
+		j.speed *= f
+	}
 	j.runDone = j.Done
 	j.runRestore = 0
 	if j.restore {
@@ -776,6 +800,9 @@ func (e *Engine) stop(j *Job, keepMem bool) {
 	mem := sp.MemoryMiB
 	if keepMem {
 		mem = 0
+	}
+	if e.pow != nil {
+		e.powerStop(j)
 	}
 	if e.share != nil {
 		e.stopRated(j, mem)

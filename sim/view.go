@@ -81,10 +81,12 @@ const (
 	ReasonFairShare          // another queue or user is ahead by fair share
 	ReasonNotTested          // beyond the backfill test limit (maxJobsTest / window)
 	ReasonPreempting         // waiting for preempted victims to release resources
+	ReasonPowerCap           // starting it would exceed the power cap (Config.Power)
+	ReasonCarbon             // held for a lower-carbon window (carbon-aware policy)
 	numReasons
 )
 
-var reasonNames = [...]string{"none", "no-capacity", "topology", "quota", "blocked", "reservation", "fair-share", "not-tested", "preempting"}
+var reasonNames = [...]string{"none", "no-capacity", "topology", "quota", "blocked", "reservation", "fair-share", "not-tested", "preempting", "power-cap", "carbon"}
 
 var reasonText = [...]string{
 	"",
@@ -96,6 +98,8 @@ var reasonText = [...]string{
 	"another queue or user comes first by fair share",
 	"not examined: beyond the backfill test limit",
 	"waiting for preempted jobs to release resources",
+	"starting it would exceed the cluster power cap",
+	"held for a lower-carbon window (until its chosen start or its deadline)",
 }
 
 // String returns the reason's short name (as written to events.parquet "detail").
