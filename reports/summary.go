@@ -130,6 +130,10 @@ type Summary struct {
 	Provenance       Provenance `json:"provenance"`
 	// Sharing is present only in runs with device-level GPU sharing.
 	Sharing *SharingSummary `json:"sharing,omitempty"`
+	// Mode is "live" for a run of `gpusim live` (absent for simulations); Live
+	// describes it (docs/live.md).
+	Mode string       `json:"mode,omitempty"`
+	Live *LiveSummary `json:"live,omitempty"`
 }
 
 // QueueName maps an empty queue name to "default" (the name used in summary.json
