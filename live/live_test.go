@@ -109,6 +109,7 @@ func (helperTB) Helper()           {}
 func startHelper(t *testing.T, state string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // as a shell starts a command
 	cmd.Env = append(os.Environ(), "GPUSIM_LIVE_HELPER=1", "GPUSIM_LIVE_STATE="+state)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -183,10 +184,11 @@ func runningJob(recs []Record) string {
 }
 
 // TestLocalEndToEnd runs 50 short jobs as real processes (time-scaled), has an
-// operator preempt one, SIGKILLs the runner mid-run, resumes it, and checks the
-// journal: every job completed exactly once, no (job, run) launched twice, the
-// preempted job ran again after its stop, the resume re-adopted live
-// processes, and no job process is left behind.
+// operator preempt one, SIGKILLs the runner mid-run, kills one job's processes
+// while the runner is down, resumes it, and checks the journal: every other job
+// completed exactly once, the killed one is lost and never launched again, no
+// (job, run) launched twice, the preempted job ran again after its stop, the
+// resume re-adopted live processes, and no job process is left behind.
 func TestLocalEndToEnd(t *testing.T) {
 	state := t.TempDir()
 	cmd := startHelper(t, state)
@@ -212,7 +214,39 @@ func TestLocalEndToEnd(t *testing.T) {
 	if findTokenPrefix(state) <= 0 {
 		t.Fatal("no job process survived the runner's SIGKILL (the orphan check below would prove nothing)")
 	}
-	killedAt := len(readJournal(t, state))
+	// While the runner is down, the open run that would end last dies without
+	// its wrapper writing a status: the resume must mark it lost, not re-run it.
+	recs = readJournal(t, state)
+	lost, lostPID := "", 0
+	var lostEnd sim.Time
+	durs := map[string]sim.Duration{}
+	for _, j := range labJobs(50, 20, 160, 18, 13) {
+		durs[string(j.ID)] = j.Duration
+	}
+	open := map[string]Record{}
+	unstarted := map[string]bool{} // launched, no start record: the kill hit the fork window
+	for _, r := range recs {
+		switch r.Rec {
+		case RecLaunch:
+			unstarted[r.Job] = true
+		case RecStart:
+			open[r.Job] = r
+			delete(unstarted, r.Job)
+		case RecEnd, RecStop:
+			delete(open, r.Job)
+			delete(unstarted, r.Job)
+		}
+	}
+	for id, r := range open {
+		if end := sim.Time(r.TimeUS).Add(durs[id]); end > lostEnd {
+			lost, lostPID, lostEnd = id, r.PID, end
+		}
+	}
+	if lostPID == 0 {
+		t.Fatal("no open run to kill")
+	}
+	killPG(lostPID, syscall.SIGKILL)
+	killedAt := len(recs)
 	cmd = startHelper(t, state)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("resumed runner: %v", err)
@@ -230,10 +264,23 @@ func TestLocalEndToEnd(t *testing.T) {
 	if err != nil || json.Unmarshal(b, &out) != nil {
 		t.Fatalf("helper output: %v", err)
 	}
-	if out.Completed != 50 || out.Jobs != 50 {
-		t.Errorf("%d of %d jobs completed, want 50 of 50", out.Completed, out.Jobs)
+	// A run launched but not journalled as started when the runner died is
+	// found by its token if its process exists; if the kill came before the
+	// fork there is none and it is lost too (never run twice, at worst never).
+	lostOK := map[string]bool{lost: true}
+	for id := range unstarted {
+		lostOK[id] = true
 	}
-	t.Logf("resume: %+v; preempted %s; %d journal records", out.Stats, victim, len(recs))
+	nLost := 0
+	for _, r := range recs {
+		if r.Rec == RecEnd && r.Outcome == sim.OutcomeLost.String() {
+			nLost++
+		}
+	}
+	if out.Completed != 50-nLost || out.Jobs != 50 || nLost < 1 || nLost > len(lostOK) || nLost != out.Stats.Lost {
+		t.Errorf("%d of %d jobs completed, %d lost (stats %d), want 50 - lost, lost in %v", out.Completed, out.Jobs, nLost, out.Stats.Lost, lostOK)
+	}
+	t.Logf("resume: %+v; preempted %s, lost %s; %d journal records", out.Stats, victim, lost, len(recs))
 	if !out.Stats.Resumed || out.Stats.Adopted+out.Stats.Recovered == 0 {
 		t.Errorf("resume stats %+v: want a resume that found the running jobs", out.Stats)
 	}
@@ -248,7 +295,7 @@ func TestLocalEndToEnd(t *testing.T) {
 		case RecEnd:
 			if r.Outcome == sim.OutcomeCompleted.String() {
 				completed[r.Job]++
-			} else {
+			} else if !lostOK[r.Job] || r.Outcome != sim.OutcomeLost.String() {
 				t.Errorf("job %s run %d ended %s", r.Job, r.Run, r.Outcome)
 			}
 		case RecStop:
@@ -262,9 +309,19 @@ func TestLocalEndToEnd(t *testing.T) {
 	}
 	for i := range 50 {
 		id := fmt.Sprintf("j%02d", i)
-		if completed[id] != 1 {
-			t.Errorf("job %s completed %d times", id, completed[id])
+		if want := map[bool]int{true: 0, false: 1}[lostOK[id] && completed[id] == 0]; completed[id] != want {
+			t.Errorf("job %s completed %d times, want %d", id, completed[id], want)
 		}
+	}
+	for _, r := range recs {
+		if r.Rec == RecEnd && r.Outcome == sim.OutcomeLost.String() {
+			if launched[fmt.Sprintf("%s/%d", r.Job, r.Run+1)] != 0 {
+				t.Errorf("lost job %s launched again", r.Job)
+			}
+		}
+	}
+	if completed[lost] != 0 {
+		t.Errorf("job %s, killed while the runner was down, completed", lost)
 	}
 	if !stopped[victim+"/0"] || launched[victim+"/1"] != 1 {
 		t.Errorf("preempted job %s: stopped run 0 %v, launched run 1 %d times", victim, stopped[victim+"/0"], launched[victim+"/1"])
@@ -275,6 +332,45 @@ func TestLocalEndToEnd(t *testing.T) {
 	// No job process is left (they carry the run token in their environment).
 	if pid := findTokenPrefix(state); pid != 0 {
 		t.Errorf("job process %d still running after the run", pid)
+	}
+}
+
+// TestLocalInterrupt: SIGTERM to the runner stops every running job (no
+// process is left), journals each as stopped, and a resume requeues and
+// finishes them.
+func TestLocalInterrupt(t *testing.T) {
+	state := t.TempDir()
+	cmd := startHelper(t, state)
+	waitJournal(t, state, 20*time.Second, "three running jobs", func(r []Record) bool { return count(r, RecStart)-count(r, RecEnd) >= 3 })
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err == nil {
+		t.Fatal("interrupted runner exited 0")
+	}
+	if pid := findTokenPrefix(state); pid != 0 {
+		t.Fatalf("job process %d left running after SIGTERM to the runner", pid)
+	}
+	recs := readJournal(t, state)
+	if runningJob(recs) != "" {
+		t.Fatalf("job %s has no end or stop after the interrupt", runningJob(recs))
+	}
+	stops := 0
+	for _, r := range recs {
+		if r.Rec == RecStop && r.Reason == "runner interrupted" {
+			stops++
+		}
+	}
+	if stops == 0 {
+		t.Fatal("no stop record for the interrupted jobs")
+	}
+	cmd = startHelper(t, state)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("resumed runner: %v", err)
+	}
+	b, _ := os.ReadFile(filepath.Join(state, "out.json"))
+	if !strings.Contains(string(b), `"completed":50`) {
+		t.Fatalf("after the resume: %s", b)
 	}
 }
 

@@ -220,7 +220,7 @@ func (b *Local) Stop(ref sim.JobRef, grace sim.Duration) error {
 // killGroup terminates a run's process group: SIGTERM, grace, SIGKILL, and
 // waits until the group is gone (and an own child is reaped).
 func killGroup(p *proc, grace time.Duration) {
-	_ = syscall.Kill(-p.pid, syscall.SIGTERM)
+	killPG(p.pid, syscall.SIGTERM)
 	if p.cmd != nil {
 		select {
 		case <-p.done:
@@ -229,7 +229,7 @@ func killGroup(p *proc, grace time.Duration) {
 	} else {
 		waitGroupGone(p.pid, grace)
 	}
-	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	killPG(p.pid, syscall.SIGKILL)
 	if p.cmd != nil {
 		<-p.done
 	}
@@ -251,7 +251,7 @@ func (b *Local) collect() ([]sim.Ended, error) {
 			continue // stopped by Stop: not an end
 		}
 		// The shell is gone; children it left behind in the group are killed.
-		_ = syscall.Kill(-n.p.pid, syscall.SIGKILL)
+		killPG(n.p.pid, syscall.SIGKILL)
 		o := sim.OutcomeCompleted
 		if n.code != 0 {
 			o = sim.OutcomeFailed
@@ -267,7 +267,7 @@ func (b *Local) collect() ([]sim.Ended, error) {
 		switch {
 		case p.cmd == nil && !sameProcess(p.pid, p.ticks):
 			o, code := readStatus(p.status)
-			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+			killPG(p.pid, syscall.SIGKILL)
 			e, err := b.ended(p, o, code)
 			if err != nil {
 				return nil, err

@@ -108,3 +108,12 @@ func findByToken(token string) int {
 	}
 	return 0
 }
+
+// killPG sends sig to process group pgid. A pgid below 2 is ignored: kill(0)
+// would signal the runner's own group and kill(-1) every process of the user
+// (a run whose process was never found has pid 0).
+func killPG(pgid int, sig syscall.Signal) {
+	if pgid > 1 {
+		_ = syscall.Kill(-pgid, sig)
+	}
+}

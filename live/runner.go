@@ -75,6 +75,7 @@ type Runner struct {
 	clock     *ScaledClock
 	tokenBase string
 	stats     Stats
+	finished  bool // the journal ends with done: replayed only
 }
 
 // NewRunner prepares a live run of cfg (cluster = this machine, jobs, policy,
@@ -155,7 +156,7 @@ func (r *Runner) Run(ctx context.Context) (*sim.Result, Stats, error) {
 		ScenarioSHA256: r.opt.ScenarioSHA256, Scale: r.opt.Scale, EpochUnixNano: epoch.UnixNano(), Jobs: nJobs}); err != nil {
 		return nil, r.stats, err
 	}
-	for {
+	for !r.finished {
 		if err := ctx.Err(); err != nil {
 			serr := r.local.stopAll(r.opt.Grace)
 			return nil, r.stats, errors.Join(fmt.Errorf("live run interrupted: %w", err), serr)
@@ -187,8 +188,10 @@ func (r *Runner) Run(ctx context.Context) (*sim.Result, Stats, error) {
 		}
 		r.sleep(ctx)
 	}
-	if err := j.Append(Record{Rec: RecDone, TimeUS: int64(r.live.Now())}); err != nil {
-		return nil, r.stats, err
+	if !r.finished {
+		if err := j.Append(Record{Rec: RecDone, TimeUS: int64(r.live.Now())}); err != nil {
+			return nil, r.stats, err
+		}
 	}
 	return r.live.Result(), r.stats, nil
 }
@@ -333,6 +336,10 @@ func (r *Runner) replay() error {
 			return fmt.Errorf("%s:%d: %s of job %s: %w", path, line, rec.Rec, rec.Job, err)
 		}
 		r.stats.Replayed++
+	}
+	if recs := r.journal.Records(); recs[len(recs)-1].Rec == RecDone {
+		r.finished = true // nothing to resume: the outputs are rebuilt as they were
+		return nil
 	}
 	if err := r.live.Advance(r.clock.Now(), nil); err != nil {
 		return err
