@@ -206,7 +206,7 @@ func TestLocalEndToEnd(t *testing.T) {
 		return false
 	})
 	// Kill the runner while jobs run; its job processes live on.
-	recs = waitJournal(t, state, 20*time.Second, "20 ended jobs", func(r []Record) bool { return count(r, RecEnd) >= 20 && runningJob(r) != "" })
+	waitJournal(t, state, 20*time.Second, "20 ended jobs", func(r []Record) bool { return count(r, RecEnd) >= 20 && runningJob(r) != "" })
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

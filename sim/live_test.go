@@ -16,11 +16,9 @@ import (
 // recBackend records what a live run asks of its backend and, like a real
 // system whose jobs take their trace duration, knows when each run will end.
 type recBackend struct {
-	calls  []string
-	ends   map[sim.JobRef]sim.Time // running job -> end time (LastStart + Duration)
-	fail   map[sim.JobID]bool      // Start refuses these
-	stopAt map[sim.JobRef]sim.Time
-	view   func() *sim.View
+	calls []string
+	ends  map[sim.JobRef]sim.Time // running job -> end time (LastStart + Duration)
+	fail  map[sim.JobID]bool      // Start refuses these
 }
 
 func newRec() *recBackend {
