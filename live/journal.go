@@ -26,6 +26,7 @@ const (
 	RecEnd    = "end"    // the run ended on its own or at its walltime (Outcome)
 	RecStop   = "stop"   // the run was preempted (requeued) by the policy or an operator
 	RecDone   = "done"   // every job ended; outputs written
+	RecSubmit = "submit" // a job from the queue directory joined the run (Spec)
 )
 
 // Record is one line of the journal (JSON, one object per line). Fields not
@@ -55,6 +56,8 @@ type Record struct {
 	Exit    *int   `json:"exit,omitempty"` // exit status when known
 	// Stop.
 	Reason string `json:"reason,omitempty"`
+	// Submit.
+	Spec *SpecRecord `json:"spec,omitempty"`
 }
 
 // Journal is the append-only, fsynced record of a live run: a restarted runner

@@ -64,12 +64,13 @@ type proc struct {
 // It implements sim.Backend. Its methods are called from the runner's
 // goroutine only; waiter goroutines only close proc.done.
 type Local struct {
-	opt     LocalOptions
-	r       *Runner
-	procs   map[sim.JobRef]*proc
-	mu      sync.Mutex
-	pending []exitNote // exits seen by waiters, collected by the runner
-	wake    chan struct{}
+	opt      LocalOptions
+	r        *Runner
+	procs    map[sim.JobRef]*proc
+	mu       sync.Mutex
+	pending  []exitNote // exits seen by waiters, collected by the runner
+	wake     chan struct{}
+	commands map[sim.JobID][]string // per-job commands of queue jobs
 }
 
 type exitNote struct {
@@ -81,7 +82,7 @@ func newLocal(r *Runner, opt LocalOptions) *Local {
 	if len(opt.Command) == 0 {
 		opt.Command = DefaultCommand
 	}
-	return &Local{opt: opt, r: r, procs: map[sim.JobRef]*proc{}, wake: make(chan struct{}, 1)}
+	return &Local{opt: opt, r: r, procs: map[sim.JobRef]*proc{}, wake: make(chan struct{}, 1), commands: map[sim.JobID][]string{}}
 }
 
 func (b *Local) devices(j *sim.Job) string {
@@ -120,8 +121,12 @@ func (b *Local) Start(j *sim.Job) error {
 	realDur := remain.Seconds() / r.opt.Scale
 	repl := strings.NewReplacer("{id}", id, "{run}", strconv.Itoa(run), "{duration}", strconv.FormatFloat(realDur, 'f', 3, 64),
 		"{gpus}", dev, "{ngpus}", strconv.Itoa(len(j.GPUs)))
-	argv := make([]string, len(b.opt.Command))
-	for i, a := range b.opt.Command {
+	tmpl := b.opt.Command
+	if c := b.commands[j.Spec.ID]; len(c) > 0 {
+		tmpl = c
+	}
+	argv := make([]string, len(tmpl))
+	for i, a := range tmpl {
 		argv[i] = repl.Replace(a)
 	}
 	status := filepath.Join(r.opt.StateDir, "runs", fmt.Sprintf("%s.%d.status", safeName(id), run))

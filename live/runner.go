@@ -33,6 +33,11 @@ type Options struct {
 	Poll time.Duration
 	// Local configures the local backend.
 	Local LocalOptions
+	// QueueDir, when set, is watched for job files (QueueJob) submitted while
+	// the run goes on; the run then ends only after RequestStop, once every
+	// job has ended. MaxQueued bounds the jobs it accepts (default 10,000).
+	QueueDir  string
+	MaxQueued int
 	// Policy, Scenario and ScenarioSHA256 identify the run in the journal's
 	// header; a resume with other values is refused.
 	Policy, Scenario, ScenarioSHA256 string
@@ -76,6 +81,8 @@ type Runner struct {
 	tokenBase string
 	stats     Stats
 	finished  bool // the journal ends with done: replayed only
+	draining  bool // stop requested: no more queue jobs, end when idle
+	submitted map[sim.JobID]bool
 }
 
 // NewRunner prepares a live run of cfg (cluster = this machine, jobs, policy,
@@ -102,7 +109,13 @@ func NewRunner(cfg sim.Config, opt Options) (*Runner, error) {
 	}
 	opt.StateDir = abs
 	h := sha256.Sum256([]byte(abs))
-	r := &Runner{opt: opt, cfg: cfg, tokenBase: hex.EncodeToString(h[:6])}
+	if opt.QueueDir != "" && opt.MaxQueued <= 0 {
+		opt.MaxQueued = 10_000
+	}
+	if opt.QueueDir == "" {
+		opt.MaxQueued = 0
+	}
+	r := &Runner{opt: opt, cfg: cfg, tokenBase: hex.EncodeToString(h[:6]), submitted: map[sim.JobID]bool{}}
 	r.local = newLocal(r, opt.Local)
 	return r, nil
 }
@@ -144,7 +157,7 @@ func (r *Runner) Run(ctx context.Context) (*sim.Result, Stats, error) {
 	}
 	r.clock = &ScaledClock{Epoch: epoch, Scale: r.opt.Scale, Wall: r.opt.Now}
 	nJobs := len(r.cfg.Jobs)
-	r.live, err = sim.NewLive(r.cfg, r.local, 0, sim.Seconds(r.opt.Grace.Seconds()*r.opt.Scale))
+	r.live, err = sim.NewLive(r.cfg, r.local, r.opt.MaxQueued, sim.Seconds(r.opt.Grace.Seconds()*r.opt.Scale))
 	if err != nil {
 		return nil, r.stats, fmt.Errorf("live: %w", err)
 	}
@@ -177,10 +190,15 @@ func (r *Runner) Run(ctx context.Context) (*sim.Result, Stats, error) {
 		if err := r.control(); err != nil {
 			return nil, r.stats, r.abort(err)
 		}
+		if r.opt.QueueDir != "" && !r.draining {
+			if err := r.scanQueue(); err != nil {
+				return nil, r.stats, r.abort(err)
+			}
+		}
 		if err := r.live.Schedule(false); err != nil {
 			return nil, r.stats, r.abort(err)
 		}
-		if r.live.Idle() {
+		if r.live.Idle() && (r.opt.QueueDir == "" || r.draining) {
 			break
 		}
 		if r.live.Stuck() {
@@ -226,8 +244,15 @@ func (r *Runner) sleep(ctx context.Context) {
 }
 
 // control applies operator requests: a file control/preempt/<job id> asks to
-// preempt (requeue) that running job; the file is removed once handled.
+// preempt (requeue) that running job (the file is removed once handled), and
+// control/stop ends a queue-directory run once every job has ended.
 func (r *Runner) control() error {
+	if !r.draining {
+		if _, err := os.Stat(filepath.Join(r.opt.StateDir, "control", "stop")); err == nil {
+			r.draining = true
+			r.logf("stop requested: no more queue jobs; ending when every job has ended")
+		}
+	}
 	dir := filepath.Join(r.opt.StateDir, "control", "preempt")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -288,6 +313,26 @@ func (r *Runner) replay() error {
 		line := i + 2
 		at := sim.Time(rec.TimeUS)
 		if rec.Rec == RecDone {
+			continue
+		}
+		if rec.Rec == RecSubmit {
+			if rec.Spec == nil {
+				return fmt.Errorf("%s:%d: spec: missing in a submit record", path, line)
+			}
+			spec, err := rec.Spec.jobSpec(rec.Job)
+			if err == nil {
+				if err = r.live.Advance(at, nil); err == nil {
+					_, err = r.live.Submit(spec)
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("%s:%d: submit of job %s: %w", path, line, rec.Job, err)
+			}
+			r.submitted[spec.ID] = true
+			if len(rec.Spec.Command) > 0 {
+				r.local.commands[spec.ID] = rec.Spec.Command
+			}
+			r.stats.Replayed++
 			continue
 		}
 		ref, ok := r.live.Lookup(sim.JobID(rec.Job))

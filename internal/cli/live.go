@@ -37,6 +37,8 @@ type LiveOptions struct {
 	MIGAsGPUs  bool
 	NoSim      bool
 	Quiet      bool
+	QueueDir   string
+	MaxQueued  int
 }
 
 func init() { register(func(io *IO) *cobra.Command { return NewCmdLive(io) }) }
@@ -94,7 +96,9 @@ docs/live.md.`,
 	f.BoolVar(&o.MIGAsGPUs, "mig-as-gpus", false, "use the MIG instances of GPUs in MIG mode as GPUs (default: leave those GPUs out)")
 	f.BoolVar(&o.NoSim, "no-sim", false, "do not also write the simulation of the same jobs on this machine")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no per-job lines on stderr")
-	cmd.AddCommand(newCmdLivePreempt(io))
+	f.StringVar(&o.QueueDir, "queue", "", "also take jobs from job files dropped in this directory while it runs; end with 'gpusim live stop'")
+	f.IntVar(&o.MaxQueued, "max-queued", 10_000, "most jobs taken from --queue")
+	cmd.AddCommand(newCmdLivePreempt(io), newCmdLiveStop(io))
 	return cmd
 }
 
@@ -119,6 +123,27 @@ func newCmdLivePreempt(io *IO) *cobra.Command {
 				}
 				fmt.Fprintf(io.Out, "asked to preempt %s\n", id)
 			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&state, "state", "", "the live run's state directory")
+	return cmd
+}
+
+func newCmdLiveStop(io *IO) *cobra.Command {
+	var state string
+	cmd := &cobra.Command{
+		Use:   "stop --state DIR",
+		Short: "Ask a running 'gpusim live --queue' to take no more jobs and end when all have ended",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if state == "" {
+				return UsageErrorf("live stop: --state DIR is required")
+			}
+			if err := live.RequestStop(state); err != nil {
+				return UsageError(err)
+			}
+			fmt.Fprintln(io.Out, "asked the live run to stop taking jobs")
 			return nil
 		},
 	}
@@ -207,37 +232,15 @@ func RunLive(ctx context.Context, io *IO, o *LiveOptions) error {
 	cfg := sc.Config()
 	cfg.Cluster, cfg.Jobs = cluster, jobs
 	prov := reports.Provenance{Version: VersionString(), GoVersion: runtime.Version(), Seed: sc.SeedValue(), Scenario: sc.Name, ScenarioSHA256: sc.SHA256()}
-	if !o.NoSim {
-		pol, err := sc.Policy(pi)
-		if err != nil {
-			return UsageError(err)
-		}
-		scfg := cfg
-		scfg.Policy = pol
-		e, err := sim.NewEngine(scfg)
-		if err != nil {
-			return UsageError(fmt.Errorf("policy %s: %w", label, err))
-		}
-		t0 := time.Now()
-		res, err := e.Run(ctx)
-		if err != nil {
-			return classifyRunError(fmt.Errorf("simulation: policy %s: %w", label, err))
-		}
-		res.Policy = label
-		dir := filepath.Join(out, "sim", fileSafeLabel(label))
-		if err := reports.WriteRunDir(dir, res, reports.SummarizeWith(res, prov, time.Since(t0), sc.Prices())); err != nil {
-			return RuntimeError(err)
-		}
-		if !o.Quiet {
-			fmt.Fprintf(io.Err, "gpusim: live: simulation of the same jobs on this machine in %s\n", dir)
-		}
-	}
 	pol, err := sc.Policy(pi)
 	if err != nil {
 		return UsageError(err)
 	}
 	cfg.Policy = pol
-	lopt := live.Options{StateDir: state, Scale: o.Scale, Grace: o.Grace, Poll: o.Poll,
+	if o.MaxQueued < 1 {
+		return UsageErrorf("live: --max-queued must be >= 1")
+	}
+	lopt := live.Options{StateDir: state, Scale: o.Scale, Grace: o.Grace, Poll: o.Poll, QueueDir: o.QueueDir, MaxQueued: o.MaxQueued,
 		Local:  live.LocalOptions{Command: cmdArgv, Devices: m.Devices, InheritEnv: o.InheritEnv},
 		Policy: label, Scenario: sc.Name, ScenarioSHA256: sc.SHA256()}
 	if !o.Quiet {
@@ -263,6 +266,37 @@ func RunLive(ctx context.Context, io *IO, o *LiveOptions) error {
 	dir := filepath.Join(out, "live", fileSafeLabel(label))
 	if err := reports.WriteRunDir(dir, res, sum); err != nil {
 		return RuntimeError(err)
+	}
+	if !o.NoSim {
+		pol, err := sc.Policy(pi)
+		if err != nil {
+			return UsageError(err)
+		}
+		// The simulated twin: the same jobs (queue jobs with the submit times
+		// the live run gave them) on the same machine.
+		scfg := cfg
+		scfg.Policy = pol
+		scfg.Jobs = make([]sim.JobSpec, len(res.Jobs))
+		for i := range res.Jobs {
+			scfg.Jobs[i] = res.Jobs[i].Spec
+		}
+		e, err := sim.NewEngine(scfg)
+		if err != nil {
+			return UsageError(fmt.Errorf("policy %s: %w", label, err))
+		}
+		t0 := time.Now()
+		sres, err := e.Run(ctx)
+		if err != nil {
+			return classifyRunError(fmt.Errorf("simulation: policy %s: %w", label, err))
+		}
+		sres.Policy = label
+		dir := filepath.Join(out, "sim", fileSafeLabel(label))
+		if err := reports.WriteRunDir(dir, sres, reports.SummarizeWith(sres, prov, time.Since(t0), sc.Prices())); err != nil {
+			return RuntimeError(err)
+		}
+		if !o.Quiet {
+			fmt.Fprintf(io.Err, "gpusim: live: simulation of the same jobs on this machine in %s\n", dir)
+		}
 	}
 	fmt.Fprintf(io.Out, "live run of %s: %d jobs, %d completed, %d preemptions, makespan %.1f s (simulated); results in %s\n",
 		label, sum.Jobs.Total, sum.Jobs.Completed, sum.Jobs.Preemptions, sum.MakespanS, dir)
