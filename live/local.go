@@ -182,7 +182,13 @@ func (b *Local) Start(j *sim.Job) error {
 		}
 	}()
 	r.logf("%-12s started run %d on GPUs %s (pid %d)", id, run, dev, p.pid)
-	return r.journal.Append(Record{Rec: RecStart, TimeUS: int64(now), Job: id, Run: run, PID: p.pid, StartTicks: p.ticks, Nodes: nodes, GPUs: gpus, Devices: dev})
+	if err := r.journal.Append(Record{Rec: RecStart, TimeUS: int64(now), Job: id, Run: run, PID: p.pid, StartTicks: p.ticks, Nodes: nodes, GPUs: gpus, Devices: dev}); err != nil {
+		// Not journalled, the run must not go on: the job ends failed.
+		delete(b.procs, j.Ref)
+		killGroup(p, 0)
+		return err
+	}
+	return nil
 }
 
 func (b *Local) env(id string, run int, dev, status string) []string {

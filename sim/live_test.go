@@ -267,3 +267,79 @@ func TestLiveRejectsSharing(t *testing.T) {
 		t.Fatal("nil backend accepted")
 	}
 }
+
+// preemptor starts pending jobs first-fit; a pending job with priority > 0
+// preempts the running jobs in the given mode (with a 4 s grace) until it fits.
+type preemptor struct{ mode sim.PreemptMode }
+
+func (p *preemptor) Name() string { return "preemptor" }
+
+func (p *preemptor) Schedule(v *sim.View, pl *sim.Plan) error {
+	c := v.Cluster()
+	for j := v.PendingHead(); j != nil; {
+		next := v.NextPending(j)
+		if j.Spec.Priority > 0 {
+			for _, r := range append([]*sim.Job(nil), v.Running()...) {
+				if c.NodeFreeGPUs(0) >= j.Spec.GPUsPerReplica {
+					break
+				}
+				if err := pl.AddPreemptAfterGrace(r.Ref, p.mode, "priority", 4*sim.Second); err != nil {
+					return err
+				}
+			}
+		}
+		if c.NodeFreeGPUs(0) >= j.Spec.GPUsPerReplica {
+			var gpus []sim.GPUID
+			first, end := c.NodeGPUs(0)
+			for g := first; g < end && int32(len(gpus)) < j.Spec.GPUsPerReplica; g++ {
+				if c.GPUUsed(g) == 0 {
+					gpus = append(gpus, g)
+				}
+			}
+			if err := pl.AddStart(j.Ref, []sim.NodeID{0}, gpus); err != nil {
+				return err
+			}
+		}
+		j = next
+	}
+	return nil
+}
+
+// TestLivePolicyPreemption: a policy's preemption reaches the backend as a
+// Stop (with the plan's grace) before the start that needed the GPUs; a
+// suspension is refused in live mode.
+func TestLivePolicyPreemption(t *testing.T) {
+	c := simtest.Cluster(t, simtest.Nodes(1, 2))
+	jobs := []sim.JobSpec{
+		simtest.MakeJob("low").GPUs(2).Dur(100).At(0).Obj(),
+		simtest.MakeJob("high").GPUs(2).Dur(10).At(5).Prio(1).Obj(),
+	}
+	b := newRec()
+	l, err := sim.NewLive(sim.Config{Cluster: c, Jobs: jobs, Policy: &preemptor{mode: sim.PreemptRequeue}}, b, 0, sim.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := driveLive(t, l, b)
+	want := []string{"start low@0s gpus=[0 1]", "stop #0 grace=4s", "start high@5s gpus=[0 1]", "start low@15s gpus=[0 1]"}
+	if !slices.Equal(b.calls, want) {
+		t.Errorf("backend calls %q, want %q", b.calls, want)
+	}
+	if res.Jobs[0].Preempted != 1 || res.Jobs[0].End != sim.Time(115*sim.Second) {
+		t.Errorf("low: preempted %d, end %v", res.Jobs[0].Preempted, res.Jobs[0].End)
+	}
+
+	b = newRec()
+	l, err = sim.NewLive(sim.Config{Cluster: c, Jobs: jobs, Policy: &preemptor{mode: sim.PreemptSuspend}}, b, 0, sim.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []float64{0, 5} {
+		if err := l.Advance(sim.Time(sim.Seconds(at)), nil); err != nil {
+			t.Fatal(err)
+		}
+		err = l.Schedule(false)
+	}
+	if err == nil || !strings.Contains(err.Error(), "suspension is not supported in live mode") {
+		t.Errorf("suspend in live mode: %v", err)
+	}
+}
