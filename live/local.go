@@ -141,6 +141,11 @@ func (b *Local) Start(j *sim.Job) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Env = b.env(id, run, dev, status)
 	cmd.Dir = r.opt.WorkDir
+	// Created empty (0600) here so the wrapper's write keeps the mode; empty
+	// reads as no status.
+	if err := os.WriteFile(status, nil, 0o600); err != nil {
+		return fmt.Errorf("job %s: status file: %w", id, err)
+	}
 	lf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("job %s: log: %w", id, err)
