@@ -54,8 +54,12 @@ type Record struct {
 	// End.
 	Outcome string `json:"outcome,omitempty"`
 	Exit    *int   `json:"exit,omitempty"` // exit status when known
-	// Stop.
-	Reason string `json:"reason,omitempty"`
+	// Stop: the engine's Preempt (mode requeue, kill, lease, migrate; grace
+	// and migration delay in virtual µs).
+	Reason  string `json:"reason,omitempty"`
+	Mode    string `json:"mode,omitempty"`
+	GraceUS int64  `json:"grace_us,omitempty"`
+	DelayUS int64  `json:"delay_us,omitempty"`
 	// Submit.
 	Spec *SpecRecord `json:"spec,omitempty"`
 }

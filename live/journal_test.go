@@ -1,10 +1,15 @@
 package live
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
 )
 
 func TestJournalTornTailAndErrors(t *testing.T) {
@@ -50,5 +55,56 @@ func TestJournalTornTailAndErrors(t *testing.T) {
 	os.WriteFile(path, append(b, []byte("{\"t_us\":1}\n")...), 0o600)
 	if _, err := OpenJournal(dir); err == nil || !strings.Contains(err.Error(), JournalFile+":4: rec: missing record kind") {
 		t.Fatalf("missing rec: %v", err)
+	}
+}
+
+// TestReplayStopModes: a journal whose stops are a policy kill and a lease end
+// replays them as such: the killed job stays killed (never launched again),
+// the leased one keeps its work and its next run gets only the remaining
+// duration in {duration}.
+func TestReplayStopModes(t *testing.T) {
+	state, work := t.TempDir(), t.TempDir()
+	jobs := []sim.JobSpec{
+		simtest.MakeJob("a").GPUs(1).Dur(30).At(0).Obj(),
+		simtest.MakeJob("b").GPUs(1).Dur(30).At(0).Obj(),
+	}
+	j, err := OpenJournal(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The epoch is now: the replayed stops at t=10 s lie in the past.
+	for _, r := range []Record{
+		{Rec: RecHeader, Version: JournalVersion, Policy: "fifo", Scenario: "modes", ScenarioSHA256: "x", Scale: 100, EpochUnixNano: time.Now().UnixNano(), Jobs: 2},
+		{Rec: RecLaunch, Job: "a", Nodes: []int{0}, GPUs: []int{0}},
+		{Rec: RecStart, Job: "a", Nodes: []int{0}, GPUs: []int{0}},
+		{Rec: RecLaunch, Job: "b", Nodes: []int{0}, GPUs: []int{1}},
+		{Rec: RecStart, Job: "b", Nodes: []int{0}, GPUs: []int{1}},
+		{Rec: RecStop, TimeUS: 10e6, Job: "a", Mode: "lease", Reason: "round end"},
+		{Rec: RecStop, TimeUS: 10e6, Job: "b", Mode: "kill", Reason: "policy"},
+	} {
+		if err := j.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.Close()
+	r, err := NewRunner(labConfig(t, "fifo", jobs), Options{StateDir: state, WorkDir: work, Scale: 100,
+		Local:  LocalOptions{Devices: devices(7), Command: []string{"sh", "-c", "echo {duration} > {id}.{run}.dur"}},
+		Policy: "fifo", Scenario: "modes", ScenarioSHA256: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := &res.Jobs[0], &res.Jobs[1]
+	if a.State != sim.StateCompleted || a.Preempted != 1 || b.State != sim.StateKilled || b.End != sim.Time(10*sim.Second) {
+		t.Fatalf("a %s (preempted %d), b %s at %v", a.State, a.Preempted, b.State, b.End)
+	}
+	if d, err := os.ReadFile(filepath.Join(work, "a.1.dur")); err != nil || strings.TrimSpace(string(d)) != "0.200" {
+		t.Errorf("a's second run got {duration} %q (%v), want 0.200 (20 s left at scale 100)", d, err)
+	}
+	if _, err := os.Stat(filepath.Join(work, "b.1.dur")); err == nil {
+		t.Error("killed job b ran again")
 	}
 }

@@ -220,17 +220,22 @@ func safeName(id string) string {
 	}, id)
 }
 
-// Stop implements sim.Backend: SIGTERM to the run's process group, up to grace
-// (virtual, divided by the time scale) for it to exit, then SIGKILL; it returns
-// once no process of the group is left, and journals the stop.
-func (b *Local) Stop(ref sim.JobRef, grace sim.Duration) error {
-	p := b.procs[ref]
+// Stop implements sim.Backend: SIGTERM to the run's process group, up to the
+// grace (virtual, divided by the time scale) for it to exit, then SIGKILL; it
+// returns once no process of the group is left, and journals the stop.
+func (b *Local) Stop(pr *sim.Preempt) error {
+	p := b.procs[pr.Job]
 	if p == nil {
-		return fmt.Errorf("no process for job ref %d", ref)
+		return fmt.Errorf("no process for job ref %d", pr.Job)
 	}
-	delete(b.procs, ref)
-	killGroup(p, time.Duration(grace.Seconds()/b.r.opt.Scale*float64(time.Second)))
-	return b.r.journal.Append(Record{Rec: RecStop, TimeUS: int64(b.r.live.Now()), Job: p.id, Run: p.run, Reason: "preempt"})
+	delete(b.procs, pr.Job)
+	killGroup(p, realDuration(pr.Grace, b.r.opt.Scale))
+	reason := pr.Reason
+	if reason == "" {
+		reason = "preempt"
+	}
+	return b.r.journal.Append(Record{Rec: RecStop, TimeUS: int64(b.r.live.Now()), Job: p.id, Run: p.run, Reason: reason,
+		Mode: pr.Mode.String(), GraceUS: int64(pr.Grace), DelayUS: int64(pr.Delay)})
 }
 
 // killGroup terminates a run's process group: SIGTERM, grace, SIGKILL, and
@@ -352,7 +357,8 @@ func (b *Local) stopAll(grace time.Duration) error {
 	for _, p := range b.sortedProcs() {
 		delete(b.procs, p.ref)
 		killGroup(p, grace)
-		if err := b.r.journal.Append(Record{Rec: RecStop, TimeUS: int64(b.r.live.Now()), Job: p.id, Run: p.run, Reason: "runner interrupted"}); err != nil && first == nil {
+		if err := b.r.journal.Append(Record{Rec: RecStop, TimeUS: int64(b.r.live.Now()), Job: p.id, Run: p.run, Reason: "runner interrupted",
+			Mode: sim.PreemptRequeue.String()}); err != nil && first == nil {
 			first = err
 		}
 	}

@@ -371,8 +371,12 @@ func (r *Runner) replay() error {
 			}
 		case RecStop:
 			delete(open, rec.Job)
+			mode, ok := parseMode(rec.Mode)
+			if !ok {
+				return fmt.Errorf("%s:%d: mode: unknown preemption mode %q", path, line, rec.Mode)
+			}
 			if err = r.live.Advance(at, nil); err == nil {
-				err = r.live.Requeue(ref, rec.Reason)
+				err = r.live.ApplyStop(sim.Preempt{Job: ref, Mode: mode, Reason: rec.Reason, Grace: sim.Duration(rec.GraceUS), Delay: sim.Duration(rec.DelayUS)})
 			}
 		default:
 			return fmt.Errorf("%s:%d: rec: unknown record kind %q", path, line, rec.Rec)
@@ -450,4 +454,17 @@ func (r *Runner) adoptInEngine(ref sim.JobRef, rec Record) error {
 		gpus[i] = sim.GPUID(g)
 	}
 	return r.live.Adopt(ref, nodes, gpus)
+}
+
+// parseMode maps a journalled preemption mode name back (empty = requeue).
+func parseMode(s string) (sim.PreemptMode, bool) {
+	if s == "" {
+		return sim.PreemptRequeue, true
+	}
+	for m := sim.PreemptRequeue; m <= sim.PreemptMigrate; m++ {
+		if m.String() == s {
+			return m, true
+		}
+	}
+	return 0, false
 }

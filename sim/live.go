@@ -44,11 +44,13 @@ type Backend interface {
 	// j.Preempted counts earlier runs). It must return promptly. An error marks
 	// the job failed (Live ends it with OutcomeFailed).
 	Start(j *Job) error
-	// Stop ends job r's current run (a preemption or a policy kill): it signals
-	// the job, waits up to grace for it to exit, then forces it. It returns once
-	// the run's processes are gone, so its resources are free for the starts of
-	// the same plan. The run's exit must not be reported with Live.End.
-	Stop(r JobRef, grace Duration) error
+	// Stop ends job p.Job's current run (a preemption in mode p.Mode, or a
+	// policy kill): it signals the job, waits up to p.Grace (never 0: Live
+	// fills in its default) for it to exit, then forces it. It returns once the
+	// run's processes are gone, so its resources are free for the starts of the
+	// same plan. The run's exit must not be reported with Live.End. A backend
+	// that journals should record the whole Preempt: ApplyStop replays it.
+	Stop(p *Preempt) error
 }
 
 // Outcome is how a live run ended, as observed on the real system.
@@ -113,7 +115,8 @@ var ErrLiveFull = errors.New("live: job table full")
 // the clock the driver passes to Advance) with room for extra more jobs
 // submitted while it runs (Submit). Device-level sharing and horizons are not
 // supported live; the speed model is ignored (the real system is the truth).
-// grace is the termination grace of a preemption whose plan gives none.
+// grace is the termination grace of a preemption whose plan gives none (and
+// of Interrupt without one).
 func NewLive(cfg Config, b Backend, extra int, grace Duration) (*Live, error) {
 	if b == nil {
 		return nil, errors.New("sim: live: no backend")
@@ -298,12 +301,15 @@ func (l *Live) Interrupt(r JobRef, reason string, grace Duration) error {
 	if r < 0 || int(r) >= len(e.jobs) {
 		return fmt.Errorf("live: interrupt of unknown job ref %d", r)
 	}
+	if grace <= 0 {
+		grace = l.grace
+	}
 	p := Preempt{Job: r, Mode: PreemptRequeue, Reason: reason, Grace: grace}
 	if err := e.applyPreempt(&p); err != nil {
 		return fmt.Errorf("live: interrupt job %s: %w", e.jobName(r), err)
 	}
 	l.dirty = true
-	if err := l.b.Stop(r, grace); err != nil {
+	if err := l.b.Stop(&p); err != nil {
 		return fmt.Errorf("live: stop job %s: %w", e.jobName(r), err)
 	}
 	return nil
@@ -311,7 +317,7 @@ func (l *Live) Interrupt(r JobRef, reason string, grace Duration) error {
 
 // Adopt records, without calling the backend, that job r runs on the given
 // placement since the current time: a driver resuming after a restart replays
-// its journal with Advance, Adopt, End and Requeue before it schedules again.
+// its journal with Advance, Adopt, End, ApplyStop and Submit before it schedules again.
 func (l *Live) Adopt(r JobRef, nodes []NodeID, gpus []GPUID) error {
 	e := l.e
 	if err := e.applyStart(&Start{Job: r, Nodes: nodes, GPUs: gpus}); err != nil {
@@ -321,18 +327,25 @@ func (l *Live) Adopt(r JobRef, nodes []NodeID, gpus []GPUID) error {
 	return nil
 }
 
-// Requeue records, without calling the backend, that running job r was
-// preempted (mode requeue) at the current time: the journal replay of a stop.
-func (l *Live) Requeue(r JobRef, reason string) error {
+// ApplyStop records, without calling the backend, that running job p.Job was
+// stopped as p says (mode requeue, kill, lease or migrate; grace and delay as
+// given to Backend.Stop) at the current time: the journal replay of a stop.
+// The engine's preemption protection does not apply (the stop happened).
+func (l *Live) ApplyStop(p Preempt) error {
 	e := l.e
-	p := Preempt{Job: r, Mode: PreemptRequeue, Reason: reason}
-	j := &e.jobs[r]
+	if p.Job < 0 || int(p.Job) >= len(e.jobs) {
+		return fmt.Errorf("live: stop of unknown job ref %d", p.Job)
+	}
+	if p.Mode == PreemptSuspend {
+		return errors.New("live: suspension is not supported in live mode")
+	}
+	j := &e.jobs[p.Job]
 	prot := j.protectedUntil
-	j.protectedUntil = e.now // the stop happened: protection no longer applies
+	j.protectedUntil = e.now
 	err := e.applyPreempt(&p)
 	if err != nil {
 		j.protectedUntil = prot
-		return fmt.Errorf("live: requeue job %s: %w", e.jobName(r), err)
+		return fmt.Errorf("live: stop job %s: %w", e.jobName(p.Job), err)
 	}
 	l.dirty = true
 	return nil
@@ -359,11 +372,11 @@ func (l *Live) Schedule(force bool) error {
 		if pr.Mode == PreemptSuspend {
 			return fmt.Errorf("live: policy %s suspended job %s: suspension is not supported in live mode", e.policy.Name(), e.jobName(pr.Job))
 		}
-		grace := pr.Grace
-		if grace == 0 {
-			grace = l.grace
+		stop := *pr
+		if stop.Grace == 0 {
+			stop.Grace = l.grace
 		}
-		if err := l.b.Stop(pr.Job, grace); err != nil {
+		if err := l.b.Stop(&stop); err != nil {
 			return fmt.Errorf("live: stop job %s: %w", e.jobName(pr.Job), err)
 		}
 		l.stopped = append(l.stopped, pr.Job)

@@ -34,9 +34,9 @@ func (b *recBackend) Start(j *sim.Job) error {
 	return nil
 }
 
-func (b *recBackend) Stop(r sim.JobRef, grace sim.Duration) error {
-	b.calls = append(b.calls, fmt.Sprintf("stop #%d grace=%s", r, grace))
-	delete(b.ends, r)
+func (b *recBackend) Stop(p *sim.Preempt) error {
+	b.calls = append(b.calls, fmt.Sprintf("stop #%d %s grace=%s", p.Job, p.Mode, p.Grace))
+	delete(b.ends, p.Job)
 	return nil
 }
 
@@ -217,7 +217,7 @@ func TestLiveHandWorked(t *testing.T) {
 		"start a@0s gpus=[0 1]",
 		"start b@5s gpus=[0]",
 		"start c@5s gpus=[1]",
-		"stop #1 grace=3s",
+		"stop #1 requeue grace=3s",
 		"start b@6s gpus=[0]",
 		"start d@9s gpus=[1]",
 	}
@@ -320,7 +320,7 @@ func TestLivePolicyPreemption(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := driveLive(t, l, b)
-	want := []string{"start low@0s gpus=[0 1]", "stop #0 grace=4s", "start high@5s gpus=[0 1]", "start low@15s gpus=[0 1]"}
+	want := []string{"start low@0s gpus=[0 1]", "stop #0 requeue grace=4s", "start high@5s gpus=[0 1]", "start low@15s gpus=[0 1]"}
 	if !slices.Equal(b.calls, want) {
 		t.Errorf("backend calls %q, want %q", b.calls, want)
 	}
