@@ -609,7 +609,14 @@ func (rep *Report) Write(outDir string) error {
 	if err := fsutil.WriteFileAtomic(filepath.Join(outDir, "summary.md"), rep.WriteSummaryMarkdown); err != nil {
 		return err
 	}
+	fids := rep.Fidelities()
+	if err := rep.writeFidelity(outDir, fids); err != nil {
+		return err
+	}
 	figs := rep.Figures()
+	if f := fidelityFigure(fids); f != nil {
+		figs = append(figs, f)
+	}
 	svgs := make([][]byte, len(figs))
 	for i, f := range figs {
 		for _, format := range []string{"png", "svg"} {
@@ -626,7 +633,7 @@ func (rep *Report) Write(outDir string) error {
 		}
 	}
 	return fsutil.WriteFileAtomic(filepath.Join(outDir, "index.html"), func(w io.Writer) error {
-		return rep.writeHTML(w, figs, svgs)
+		return rep.writeHTML(w, figs, svgs, fids)
 	})
 }
 
@@ -677,7 +684,13 @@ details summary { cursor: pointer; color: #245; margin: 0.6em 0; }
 <tr><th>policy</th><th>runs</th><th>jobs done</th>{{range .Metrics}}<th>{{.Title}}<small>{{.Dir}}</small></th>{{end}}</tr>
 {{range .Headline}}<tr><td class="policy"><span class="swatch" style="background:{{.Color}}"></span>{{.Policy}}</td><td class="num">{{.Runs}}</td><td class="num">{{.Done}}</td>{{range .Cells}}<td class="num{{if .Best}} best{{end}}">{{.Text}}</td>{{end}}</tr>
 {{end}}</table></div>
-<h2>Plots</h2>
+{{if .Fidelity}}<h2>Simulation vs live fidelity</h2>
+<p class="note">Each live run beside the simulation of the same scenario, seed and policy (fidelity.csv has every job): start error = live - simulated first start; JCT ratio = live / simulated JCT per job completed in both; Kendall tau-b of the first-start times (1 = same order).</p>
+<div class="scroll"><table id="fidelity">
+<tr>{{range .FidHeader}}<th>{{.}}</th>{{end}}</tr>
+{{range .Fidelity}}<tr>{{range $i, $c := .}}<td{{if ge $i 3}} class="num"{{end}}>{{$c}}</td>{{end}}</tr>
+{{end}}</table></div>
+{{end}}<h2>Plots</h2>
 {{range .Figs}}<figure id="{{.Name}}">
 <figcaption>{{.Title}}{{if .Legend}}<span class="legend">{{range .Legend}}<span class="swatch" style="background:{{.Color}}"></span>{{.Name}} {{end}}</span>{{end}}</figcaption>
 {{.SVG}}
@@ -707,7 +720,7 @@ details summary { cursor: pointer; color: #245; margin: 0.6em 0; }
 </html>
 `))
 
-func (rep *Report) writeHTML(w io.Writer, figs []*Figure, svgs [][]byte) error {
+func (rep *Report) writeHTML(w io.Writer, figs []*Figure, svgs [][]byte, fids []Fidelity) error {
 	type prov struct {
 		Run, Policy string
 		P           Provenance
@@ -740,8 +753,13 @@ func (rep *Report) writeHTML(w io.Writer, figs []*Figure, svgs [][]byte) error {
 		Rows      [][]string
 		Prov      []prov
 		Figs      []fig
+		FidHeader []string
+		Fidelity  [][]string
 	}{Scenarios: strings.Join(rep.scenarios(), ", "), Runs: rep.Runs, Groups: rep.Groups, Setups: rep.Setups,
-		Columns: SummaryColumns, Rows: rep.rows()}
+		Columns: SummaryColumns, Rows: rep.rows(), FidHeader: FidelityHeader}
+	for _, f := range fids {
+		data.Fidelity = append(data.Fidelity, FidelityRow(f))
+	}
 	for _, g := range rep.Groups {
 		data.MaxRuns = max(data.MaxRuns, len(g.Runs))
 	}

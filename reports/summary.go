@@ -136,6 +136,10 @@ type Summary struct {
 	Failures *FailureSummary `json:"failures,omitempty"`
 	// Power is present only in runs with a power: block (docs/power.md).
 	Power *PowerSummary `json:"power,omitempty"`
+	// Mode is "live" for a run of `gpusim live` (absent for simulations); Live
+	// describes it (docs/live.md).
+	Mode string       `json:"mode,omitempty"`
+	Live *LiveSummary `json:"live,omitempty"`
 }
 
 // QueueName maps an empty queue name to "default" (the name used in summary.json

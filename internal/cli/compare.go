@@ -32,6 +32,9 @@ type CompareOptions struct {
 	SeedSet  bool
 	Parallel int
 	Quiet    bool
+	// With are saved run directories (e.g. a 'gpusim live' run) added to the
+	// report beside the compared runs.
+	With []string
 }
 
 func init() { register(func(io *IO) *cobra.Command { return NewCmdCompare(io) }) }
@@ -84,6 +87,7 @@ same order) regenerates the same summary.csv.`,
 	f.IntVar(&opts.Parallel, "parallel", 0, "runs at once (default: CPU count)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors")
 	f.BoolVar(&opts.Demo, "demo", false, "compare on the embedded demo scenario")
+	f.StringArrayVar(&opts.With, "with", nil, "also show this saved run directory in the report (repeatable), e.g. a 'gpusim live' run: the fidelity section compares it with the run of the same seed and policy (docs/live.md)")
 	_ = cmd.RegisterFlagCompletionFunc("policy", completePolicies)
 	return cmd
 }
@@ -244,6 +248,13 @@ func runCompare(ctx context.Context, io *IO, opts *CompareOptions) error {
 			fmt.Fprintf(io.Out, "runs in %s/seed-<seed>/<policy>/; report in %s\n", out, filepath.Join(out, "index.html"))
 		}
 		return nil
+	}
+	if len(opts.With) > 0 {
+		with, err := expandRunDirs(opts.With)
+		if err != nil {
+			return UsageError(fmt.Errorf("--with: %w", err))
+		}
+		dirs = append(dirs, with...)
 	}
 	if err := buildReport(dirs, out); err != nil {
 		return RuntimeError(err)
