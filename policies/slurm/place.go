@@ -79,7 +79,7 @@ func (o *overlay) clear() {
 // projected releases): a placement sees only the live cluster.
 func (s *Slurm) placeNow(c *sim.Cluster, j *sim.Job, pt *partition, ok func(sim.NodeID) bool, pl *placement) bool {
 	if s.placer == nil || j.Suspended() || len(s.ov.list) > 0 {
-		return place(&s.ov, j, pt.nodes, ok, pl, s.topo)
+		return s.placeSel(j, pt.nodes, ok, pl)
 	}
 	s.xpart, s.xok = pt, ok
 	found := s.placer.Place(c, j, &s.xpl)

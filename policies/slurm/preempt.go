@@ -151,7 +151,7 @@ func (s *Slurm) tryPreempt(v *sim.View, p *sim.Plan, j *sim.Job, pt *partition, 
 			return false, err
 		}
 	}
-	if !place(&s.ov, j, pt.nodes, ok, &s.pl, s.topo) {
+	if !s.placeSel(j, pt.nodes, ok, &s.pl) {
 		return false, fmt.Errorf("slurm: job %s does not fit after preempting its victims (internal error)", j.Spec.ID)
 	}
 	if err := p.AddStart(j.Ref, s.pl.nodes, s.pl.gpus); err != nil {

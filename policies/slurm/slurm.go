@@ -71,6 +71,7 @@ type jobInfo struct {
 	prio             int64
 	acctFrom         sim.Time     // usage accounted up to here (while running)
 	usedWall         sim.Duration // run time before suspensions of the current allocation
+	eligible         sim.Time     // not in the queue before this (requeue delay)
 }
 
 // Slurm is the slurm policy. See the package documentation.
@@ -107,6 +108,18 @@ type Slurm struct {
 	minPrioReserve                             int64
 
 	warnings []string
+
+	// issue 17 (fidelity.go)
+	nodeSel      nodeSel
+	version      slurmVersion
+	requeueDelay sim.Duration
+	clockOff     sim.Duration // wall clock of t=0 past a whole minute
+	uptime       sim.Duration // slurmctld's run time at t=0
+	jsRelTime    bool         // PriorityFlags=SMALL_RELATIVE_TO_TIME
+	clusterCPUs  float64
+	fitNodes     []fitNode
+	fitRuns      []fitRun
+	fitOrder     []sim.NodeID
 
 	// run state
 	inited             bool
@@ -272,6 +285,7 @@ func New(p Params) (*Slurm, error) {
 	s.calcPeriod = durOr(pr.CalcPeriod, DefaultCalcPeriod)
 	s.half = durOr(pr.DecayHalfLife, DefaultHalfLife)
 	s.favorSmall = pr.FavorSmall
+	s.jsRelTime = pr.SmallRelativeToTime
 	if s.maxAge <= 0 {
 		bad("priority.maxAge: must be > 0")
 	}
@@ -345,6 +359,24 @@ func New(p Params) (*Slurm, error) {
 			bad("placement: %q cannot be confined to a partition's nodes (use first-fit, best-fit, spread or fgd; topologyPlugin tree is Slurm's topology-aware selection)", p.Placement)
 		}
 		s.xpl.Allow = func(n sim.NodeID) bool { return s.xpart.mask[n] && s.xok(n) }
+	}
+	if s.nodeSel, err = parseNodeSelection(p.NodeSelection); err != nil {
+		errs = append(errs, err)
+	}
+	if s.version, err = parseVersion(p.Version); err != nil {
+		errs = append(errs, err)
+	}
+	s.requeueDelay = durOr(p.RequeueDelay, DefaultRequeueDelay)
+	s.clockOff = durOr(p.ClockOffset, 0)
+	s.uptime = durOr(p.ControllerUptime, 0)
+	if s.requeueDelay < 0 {
+		bad("requeueDelay: must be >= 0")
+	}
+	if s.clockOff < 0 {
+		bad("clockOffset: must be >= 0")
+	}
+	if s.uptime < 0 {
+		bad("controllerUptime: must be >= 0")
 	}
 	// preemption
 	if s.ptype, err = parsePreemptType(p.PreemptType); err != nil {
@@ -478,7 +510,10 @@ func (s *Slurm) setup(v *sim.View) error {
 	s.userTested = map[string]int{}
 	s.blockedNode = make([]bool, nn)
 	s.nodeRes = make([][]interval, nn)
-	s.nextCalc = sim.Time(s.calcPeriod)
+	s.nextCalc = s.firstCalc()
+	for n := range nn {
+		s.clusterCPUs += float64(c.Node(sim.NodeID(n)).CPUMilli / 1000)
+	}
 	return nil
 }
 
@@ -646,6 +681,9 @@ func (s *Slurm) Observe(v *sim.View, e sim.Event) {
 			info.usedWall += e.Time.Sub(j.LastStart)
 		case sim.EvPreempt:
 			info.usedWall = 0
+			// job_mgr.c: a requeued job's begin time is pushed back; it is
+			// not eligible before it.
+			info.eligible = e.Time.Add(s.requeueDelay)
 		}
 	}
 }
@@ -665,15 +703,7 @@ func (s *Slurm) priority(v *sim.View, j *sim.Job, t sim.Time) int64 {
 		p += s.wFS * s.tree.a[info.assoc].fs
 	}
 	if s.wJS > 0 {
-		c := v.Cluster()
-		nn, ng := float64(c.NumNodes()), float64(max(c.NumGPUs(), 1))
-		nodes := min(float64(sp.Replicas), nn)
-		gpus := min(float64(sp.TotalGPUs()), ng)
-		f := (nodes/nn + gpus/ng) / 2
-		if s.favorSmall {
-			f = ((nn-nodes)/nn + (ng-gpus)/ng) / 2
-		}
-		p += s.wJS * f
+		p += s.wJS * s.jobSizeFactor(v.Cluster(), sp, info.limit)
 	}
 	if s.wPart > 0 && s.maxJobFactor > 0 {
 		p += s.wPart * float64(s.parts[info.part].jobFactor) / float64(s.maxJobFactor)
@@ -747,27 +777,6 @@ func (s *Slurm) runLimit(j *sim.Job) sim.Duration {
 	return max(info.limit-info.usedWall, 1)
 }
 
-// quantDown rounds t down to a multiple of bf_resolution.
-func (s *Slurm) quantDown(t sim.Time) sim.Time {
-	if t == sim.Never {
-		return t
-	}
-	r := sim.Time(s.bfRes)
-	return t / r * r
-}
-
-func (s *Slurm) quantUp(t sim.Time) sim.Time {
-	if t == sim.Never {
-		return t
-	}
-	r := sim.Time(s.bfRes)
-	q := (t + r - 1) / r * r
-	if q < t { // overflow
-		return sim.Never
-	}
-	return q
-}
-
 // resvBlocks reports whether an advanced reservation keeps job j off node n for
 // a run over [t0, t1).
 func (s *Slurm) resvBlocks(j *sim.Job, n sim.NodeID, t0, t1 sim.Time) bool {
@@ -804,7 +813,11 @@ func (s *Slurm) resvAllows(r *resv, j *sim.Job) bool {
 // priority, lower JobRef (job id).
 func (s *Slurm) buildQueue(v *sim.View) {
 	s.queue = s.queue[:0]
+	now := v.Now()
 	for j := v.PendingHead(); j != nil; j = v.NextPending(j) {
+		if s.jobs[j.Ref].eligible > now {
+			continue // requeued, not yet eligible (Slurm reason BeginTime)
+		}
 		s.queue = append(s.queue, j)
 	}
 	slices.SortFunc(s.queue, func(a, b *sim.Job) int {
@@ -847,13 +860,13 @@ func (s *Slurm) Schedule(v *sim.View, p *sim.Plan) error {
 	// The periodic passes run on their own clocks (multiples of sched_interval and
 	// bf_interval from the start); a grid time at which nothing was pending needs
 	// no call since its pass would have done nothing.
-	full := now%sim.Time(s.schedInterval) == 0
-	s.nextFull = nextGrid(now, s.schedInterval)
+	full := s.onTick(now, s.schedInterval)
+	s.nextFull = s.nextTick(now, s.schedInterval)
 	if err := s.mainPass(v, p, full); err != nil {
 		return err
 	}
-	s.nextBF = nextGrid(now, s.bfInterval)
-	if now%sim.Time(s.bfInterval) == 0 {
+	s.nextBF = s.nextTick(now, s.bfInterval)
+	if s.onTick(now, s.bfInterval) {
 		if err := s.backfill(v, p); err != nil {
 			return err
 		}
