@@ -526,6 +526,9 @@ func TestConfigErrors(t *testing.T) {
 		{`accounts: [{name: a}, {name: a}]`, `account "a" defined twice`},
 		{`qos: [{name: x}, {name: normal}, {name: normal}]`, `qos[2].name: QOS "normal" defined twice`},
 		{`qos: [{name: x, preempt: [y]}]`, `qos[0].preempt: unknown QOS "y"`},
+		{`nodeSelection: worst-fit`, `nodeSelection: unknown "worst-fit"`},
+		{`version: "21.08"`, `version: unknown Slurm version "21.08"`},
+		{`clockOffset: lots`, `clockOffset`},
 	} {
 		var n yaml.Node
 		if err := yaml.Unmarshal([]byte(tc.params), &n); err != nil {
