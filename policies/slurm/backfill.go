@@ -96,7 +96,8 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 				continue
 			}
 			end := t.Add(lim)
-			ok := func(n sim.NodeID) bool { return !s.bfBlocked(n, t, end) && !s.resvBlocks(j, n, t, end) }
+			s.bfProbe = bfProbe{j: j, t0: t, t1: end}
+			ok := s.bfOKFn // s.bfOK, bound once: no closure per candidate time
 			placed := false
 			if t == now && len(s.ov.list) == 0 {
 				placed = s.placeNow(c, j, pt, ok, &s.pl) // params.placement for starts now

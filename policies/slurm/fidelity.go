@@ -240,6 +240,19 @@ func (s *Slurm) bestFitOrder(o *overlay, j *sim.Job, cand []sim.NodeID, ok func(
 	return s.fitOrder
 }
 
+// bfProbe is the job and run interval backfill's node filter (bfOK) tests.
+type bfProbe struct {
+	j      *sim.Job
+	t0, t1 sim.Time
+}
+
+// bfOK admits node n for the run s.bfProbe: no backfill reservation and no
+// advanced reservation keeps the job off it.
+func (s *Slurm) bfOK(n sim.NodeID) bool {
+	p := &s.bfProbe
+	return !s.bfBlocked(n, p.t0, p.t1) && !s.resvBlocks(p.j, n, p.t0, p.t1)
+}
+
 // placeSel places j with Slurm's node selection: best-fit order
 // (bestFitOrder) unless params.nodeSelection is first-fit, topology/tree
 // confines the job, or a suspended job resumes on its own nodes.

@@ -120,6 +120,8 @@ type Slurm struct {
 	fitNodes     []fitNode
 	fitRuns      []fitRun
 	fitOrder     []sim.NodeID
+	bfProbe      bfProbe
+	bfOKFn       func(sim.NodeID) bool // s.bfOK
 
 	// run state
 	inited             bool
@@ -511,6 +513,7 @@ func (s *Slurm) setup(v *sim.View) error {
 	s.blockedNode = make([]bool, nn)
 	s.nodeRes = make([][]interval, nn)
 	s.nextCalc = s.firstCalc()
+	s.bfOKFn = s.bfOK
 	for n := range nn {
 		s.clusterCPUs += float64(c.Node(sim.NodeID(n)).CPUMilli / 1000)
 	}
@@ -697,7 +700,10 @@ func (s *Slurm) priority(v *sim.View, j *sim.Job, t sim.Time) int64 {
 	sp := &j.Spec
 	var p float64
 	if s.wAge > 0 {
-		p += s.wAge * min(1, float64(t-sp.Submit)/float64(s.maxAge))
+		// A requeued job accrues age again from its new begin time
+		// (batch_requeue_fini resets accrue_time).
+		from := max(sp.Submit, info.eligible)
+		p += s.wAge * min(1, float64(max(t-from, 0))/float64(s.maxAge))
 	}
 	if s.wFS > 0 {
 		p += s.wFS * s.tree.a[info.assoc].fs
