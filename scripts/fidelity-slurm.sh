@@ -10,20 +10,27 @@
 #      fixture's slurm.conf on loopback (own ports), each node with Gres=gpu:8
 #      backed by empty fake device files; nothing is written outside that
 #      directory;
-#   3. runs the fixture's optional setup.sh (with SLURM_CONF and T0 set) to
-#      create reservations and the like;
-#   4. submits the jobs of jobs.csv (gpusim's native trace) at T0 + submit_s
-#      with `sbatch --wrap 'sleep duration_s'`: -N replicas, --gres=gpu:gpus,
-#      -c cpu_milli/1000 (default 1), -t walltime_s/60 (whole minutes),
-#      -p queue when set, -J id; each job runs one task per node;
+#   3. runs the fixture's optional setup.sh (with SLURM_CONF, T0 and FIXTURE
+#      set) to create reservations and the like;
+#   4. submits every job of jobs.csv (gpusim's native trace) before T0, in file
+#      order, with `sbatch --begin=T0+submit_s --wrap 'sleep duration_s'`:
+#      -N replicas, --gres=gpu:gpus, -c cpu_milli/1000 (default 1),
+#      -t walltime_s/60 (whole minutes), -p queue when set, -J id; each job
+#      runs one task per node. A job becomes eligible at its begin time, so
+#      eligibility is exact to the second and no sbatch call races the
+#      scheduler (submitting at T0 + submit_s instead delays jobs by up to
+#      batch_sched_delay, 3 s, and by the sbatch calls themselves);
 #   5. waits for the queue to drain and writes recorded.csv (one row per run of
 #      each job, from jobcomp/filetxt: seconds relative to T0) and
 #      recorded.meta (Slurm version, T0, where T0 falls in the wall-clock
 #      minute, when slurmctld started relative to T0);
 #   6. stops every daemon by its PID and removes the directory.
 #
-# Environment: KEEP=1 keeps the temporary directory (logs) for inspection.
+# Environment: KEEP=1 keeps the temporary directory (logs) for inspection;
+# PORT_BASE (default 16800) moves slurmctld to PORT_BASE+17 and the nodes'
+# ports from 17000 to PORT_BASE+1000, to run beside another Slurm.
 set -euo pipefail
+PORT_BASE=${PORT_BASE:-16800}
 
 ensure_slurm() {
 	if command -v slurmctld >/dev/null && command -v slurmd >/dev/null &&
@@ -58,7 +65,7 @@ record() {
 	D=$(mktemp -d /tmp/gpusim-slurmfid.XXXXXX)
 	PIDFILES=()
 	WORKDIR=$D
-	trap cleanup EXIT
+	trap cleanup EXIT INT TERM
 	mkdir -p "$D"/{etc,spool,log,run,state,dev,jobs}
 	for i in 0 1 2 3 4 5 6 7; do : >"$D/dev/nvidia$i"; done
 	mungekey -c -k "$D/etc/munge.key" -b 1024 -f
@@ -70,8 +77,8 @@ record() {
 	cat >"$D/etc/slurm.conf" <<EOF
 ClusterName=gpusimfid
 SlurmctldHost=localhost
-SlurmctldPort=16817
-SlurmdPort=16818
+SlurmctldPort=$((PORT_BASE + 17))
+SlurmdPort=$((PORT_BASE + 18))
 AuthType=auth/munge
 AuthInfo=socket=$D/run/munge.socket
 CredType=cred/munge
@@ -101,7 +108,8 @@ InactiveLimit=0
 KillWait=1
 Waittime=0
 EOF
-	sed "s#@DIR@#$D#g" "$fix/slurm.conf" >>"$D/etc/slurm.conf"
+	# node ports: the fixture's 17000-based ports moved to PORT_BASE + 1000
+	sed -e "s#@DIR@#$D#g" -e "s#Port=\[17\([0-9]*\)-17\([0-9]*\)\]#Port=[$((PORT_BASE / 1000 + 1))\1-$((PORT_BASE / 1000 + 1))\2]#" "$fix/slurm.conf" >>"$D/etc/slurm.conf"
 	echo "Name=gpu File=$D/dev/nvidia[0-7]" >"$D/etc/gres.conf"
 	export SLURM_CONF=$D/etc/slurm.conf
 	local ctld_start
@@ -123,10 +131,12 @@ EOF
 	done
 	[ "$(sinfo -h -N -t idle -o %N | sort -u | wc -l)" = "$nn" ] || {
 		echo "fidelity-slurm: nodes did not come up:" >&2; sinfo -N >&2; exit 1; }
-	# T0: two whole seconds from now, so that submit offsets are exact seconds.
+	local njobs
+	njobs=$(($(wc -l <"$fix/jobs.csv") - 1))
+	# T0: late enough to submit every job first (about 0.1 s per sbatch).
 	local T0
-	T0=$(($(date +%s) + 2))
-	export T0
+	T0=$(($(date +%s) + 4 + njobs / 5))
+	export T0 FIXTURE=$fix
 	if [ -f "$fix/setup.sh" ]; then bash "$fix/setup.sh"; fi
 	# jobs.csv columns by header name.
 	awk -F, 'NR==1{for(i=1;i<=NF;i++)c[$i]=i; next}
@@ -138,16 +148,18 @@ EOF
 		"$fix/jobs.csv" >"$D/jobs/list"
 	: >"$D/jobs/ids"
 	while read -r id sub rep gpus cpu wt dur q; do
-		local target wait
-		target=$((T0 + ${sub%.*}))
-		wait=$(echo "$target - $(now)" | bc -l)
-		case "$wait" in -* | 0) ;; *) sleep "$wait" ;; esac
-		local args=(--parsable -J "$id" -N "$rep" --ntasks-per-node=1 -c "$cpu" -o /dev/null -D "$D/jobs")
+		local begin
+		begin=$(date -d "@$((T0 + ${sub%.*}))" +%Y-%m-%dT%H:%M:%S)
+		local args=(--parsable -J "$id" -N "$rep" --ntasks-per-node=1 -c "$cpu" -o /dev/null -D "$D/jobs" --begin="$begin")
 		[ "$gpus" != 0 ] && args+=(--gres="gpu:$gpus")
 		[ "$wt" != 0 ] && args+=(-t "$wt")
 		[ "$q" != - ] && args+=(-p "$q")
 		echo "$id $(sbatch "${args[@]}" --wrap "sleep $dur")" >>"$D/jobs/ids"
 	done <"$D/jobs/list"
+	if [ "$(date +%s)" -ge "$T0" ]; then
+		echo "fidelity-slurm: submitting took past T0; raise the margin" >&2
+		exit 1
+	fi
 	# Drain: every job finished.
 	for _ in $(seq 7200); do
 		[ -z "$(squeue -h -o %i)" ] && break
@@ -187,16 +199,26 @@ EOF
 	echo "fidelity-slurm: $fix: $(($(wc -l <"$fix/recorded.csv") - 1)) runs recorded"
 }
 
-# cleanup stops every daemon this script started, by PID, and removes its directory.
+# cleanup cancels any job still there (an aborted run), stops every daemon
+# this script started, by PID, and removes its directory.
 cleanup() {
 	local i
+	if [ -n "${SLURM_CONF:-}" ] && [ -n "$(squeue -h -o %i 2>/dev/null)" ]; then
+		scancel --quiet $(squeue -h -o %i) 2>/dev/null || true
+		sleep 3
+	fi
 	for ((i = ${#PIDFILES[@]} - 1; i >= 0; i--)); do
 		local f=${PIDFILES[$i]}
 		[ -f "$f" ] || continue
 		local pid
 		pid=$(cat "$f")
 		kill "$pid" 2>/dev/null || true
-		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		for _ in $(seq 50); do
+			# gone, or a zombie waiting for its parent
+			[ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" = "" ] && break
+			[ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" = Z ] && break
+			sleep 0.1
+		done
 		kill -9 "$pid" 2>/dev/null || true
 	done
 	PIDFILES=()

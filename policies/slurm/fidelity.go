@@ -33,6 +33,16 @@ func parseNodeSelection(s string) (nodeSel, error) {
 	return 0, fmt.Errorf("nodeSelection: unknown %q (want best-fit or first-fit)", s)
 }
 
+func parseGangNodes(s string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "distinct":
+		return true, nil
+	case "shared":
+		return false, nil
+	}
+	return false, fmt.Errorf("gangNodes: unknown %q (want distinct or shared)", s)
+}
+
 // slurmVersion selects release-dependent behaviour (params.version).
 type slurmVersion uint8
 

@@ -32,7 +32,7 @@ import (
 //	want.yaml      the agreement the test requires (see fidelityWant)
 //
 // TestFidelity replays each fixture in gpusim without any daemon: every job is
-// submitted at its recorded submit time and runs for its recorded run time
+// submitted at its recorded eligible time (its --begin) and runs for its recorded run time
 // (the last run's end - start: sleep plus Slurm's launch and completion
 // overhead, or the time Slurm let it run past its limit), and the policy gets
 // the recording's clock (clockOffset = T0's second of the minute,
@@ -143,7 +143,8 @@ func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job,
 			t.Fatalf("%s: job %s not in recorded.csv", dir, id)
 		}
 		last := rs[len(rs)-1]
-		sp := sim.JobSpec{ID: sim.JobID(id), Submit: sim.Time(sim.Seconds(float64(rs[0].submit))),
+		// The job is submitted when Slurm made it eligible (its --begin time).
+		sp := sim.JobSpec{ID: sim.JobID(id), Submit: sim.Time(sim.Seconds(float64(max(rs[0].elig, 0)))),
 			GPUsPerReplica: int32(atoi(t, r[jc["gpus"]])), Replicas: 1, GPUMilli: sim.WholeGPU,
 			Duration: sim.Seconds(float64(last.end - last.start))}
 		if k, ok := jc["replicas"]; ok && r[k] != "" {
@@ -252,7 +253,7 @@ func compareFidelity(specs []sim.JobSpec, got map[string]*sim.Job, first map[sim
 			r.off++
 			r.offJobs = append(r.offJobs, fmt.Sprintf("%s slurm %.0f gpusim %.0f", id, ss, gs))
 		}
-		r.meanWaitSlurm += ss - float64(rs[0].submit)
+		r.meanWaitSlurm += ss - sp.Submit.Seconds()
 		r.meanWaitSim += gs - sp.Submit.Seconds()
 		if slices.Equal(nodeNames(first[j.Ref]), rs[0].nodes) {
 			r.sameNodes++

@@ -76,6 +76,10 @@ type Params struct {
 	// first-fit (nodes in index order, gpusim's model before issue 17). See
 	// docs/fidelity.md.
 	NodeSelection string `yaml:"nodeSelection"`
+	// GangNodes: distinct (the default: each replica of a gang on its own
+	// node, as sbatch -N replicas --ntasks-per-node=1 asks) or shared
+	// (replicas may share a node, gpusim's model before issue 17).
+	GangNodes string `yaml:"gangNodes"`
 	// RequeueDelay is how long a requeued job stays ineligible (its begin
 	// time is pushed back when it is requeued; default DefaultRequeueDelay);
 	// it then waits for the next scheduling pass.

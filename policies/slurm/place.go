@@ -12,6 +12,9 @@ type overlay struct {
 	mem     []int64        // released memory per node
 	touched []bool
 	list    []sim.NodeID
+	// distinct: the replicas of a gang go to distinct nodes (sbatch -N
+	// replicas --ntasks-per-node=1; params.gangNodes).
+	distinct bool
 }
 
 func newOverlay(c *sim.Cluster) overlay {
@@ -190,6 +193,9 @@ func hostable(o *overlay, s *sim.JobSpec, n sim.NodeID, ok func(sim.NodeID) bool
 		return 0
 	}
 	k := int64(s.Replicas)
+	if o.distinct {
+		k = 1
+	}
 	if s.CPUMilli > 0 {
 		k = min(k, o.cpuFree(n)/s.CPUMilli)
 	}

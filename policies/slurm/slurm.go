@@ -111,6 +111,7 @@ type Slurm struct {
 
 	// issue 17 (fidelity.go)
 	nodeSel      nodeSel
+	distinct     bool // params.gangNodes: distinct
 	version      slurmVersion
 	requeueDelay sim.Duration
 	clockOff     sim.Duration // wall clock of t=0 past a whole minute
@@ -365,6 +366,9 @@ func New(p Params) (*Slurm, error) {
 	if s.nodeSel, err = parseNodeSelection(p.NodeSelection); err != nil {
 		errs = append(errs, err)
 	}
+	if s.distinct, err = parseGangNodes(p.GangNodes); err != nil {
+		errs = append(errs, err)
+	}
 	if s.version, err = parseVersion(p.Version); err != nil {
 		errs = append(errs, err)
 	}
@@ -506,6 +510,7 @@ func (s *Slurm) setup(v *sim.View) error {
 	s.tree.recompute()
 	s.pendUsage = make([]float64, len(s.tree.a))
 	s.ov = newOverlay(c)
+	s.ov.distinct = s.distinct
 	s.blockedPart = make([]bool, len(s.parts))
 	s.partRes = make([]int, len(s.parts))
 	s.partTested = make([]int, len(s.parts))
@@ -636,6 +641,9 @@ func (s *Slurm) canEverFit(c *sim.Cluster, pt *partition, sp *sim.JobSpec) bool 
 			continue
 		}
 		h := int64(sp.Replicas)
+		if s.distinct {
+			h = 1
+		}
 		if g := sp.GPUsPerReplica; g > 0 && !sp.Fractional() {
 			h = min(h, int64(spec.GPUs/g))
 		}
