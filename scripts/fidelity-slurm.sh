@@ -12,16 +12,18 @@
 #      directory;
 #   3. runs the fixture's optional setup.sh (with SLURM_CONF, T0 and FIXTURE
 #      set) to create reservations and the like;
-#   4. submits every job of jobs.csv (gpusim's native trace) before T0, in file
-#      order, with `sbatch --begin=T0+submit_s --wrap 'sleep duration_s'`:
-#      -N replicas, --gres=gpu:gpus, -c cpu_milli/1000 (default 1),
-#      -t walltime_s/60 (whole minutes), -p queue when set, -J id; each job
-#      runs one task per node. A job becomes eligible at its begin time, so
-#      eligibility is exact to the second and no sbatch call races the
-#      scheduler (submitting at T0 + submit_s instead delays jobs by up to
-#      batch_sched_delay, 3 s, and by the sbatch calls themselves);
+#   4. submits the jobs of jobs.csv (gpusim's native trace) at T0 + submit_s
+#      with `sbatch --wrap 'sleep duration_s'`: -N replicas, --gres=gpu:gpus,
+#      -c cpu_milli/1000 (default 1), -t walltime_s/60 (whole minutes),
+#      -p queue when set, -J id; each job runs one task per node. The jobs of
+#      one second are submitted by concurrent sbatch calls (one after another
+#      they would take about 0.1 s each); Slurm's job ids give their order.
+#      (Submitting ahead with --begin is no good: a job whose begin time
+#      passes waits for the next full main-scheduler pass, sched_interval.)
 #   5. waits for the queue to drain and writes recorded.csv (one row per run of
-#      each job, from jobcomp/filetxt: seconds relative to T0) and
+#      each job, from jobcomp/filetxt; submit, start and end to the
+#      millisecond from slurmctld's log, eligible in whole seconds; all
+#      relative to T0) and
 #      recorded.meta (Slurm version, T0, where T0 falls in the wall-clock
 #      minute, when slurmctld started relative to T0);
 #   6. stops every daemon by its PID and removes the directory.
@@ -65,7 +67,8 @@ record() {
 	D=$(mktemp -d /tmp/gpusim-slurmfid.XXXXXX)
 	PIDFILES=()
 	WORKDIR=$D
-	trap cleanup EXIT INT TERM
+	trap cleanup EXIT
+	trap 'cleanup; trap - EXIT; exit 1' INT TERM
 	mkdir -p "$D"/{etc,spool,log,run,state,dev,jobs}
 	for i in 0 1 2 3 4 5 6 7; do : >"$D/dev/nvidia$i"; done
 	mungekey -c -k "$D/etc/munge.key" -b 1024 -f
@@ -89,6 +92,8 @@ SlurmdSpoolDir=$D/spool/%n
 SlurmctldPidFile=$D/run/slurmctld.pid
 SlurmdPidFile=$D/run/slurmd-%n.pid
 SlurmctldLogFile=$D/log/slurmctld.log
+SlurmctldDebug=info
+DebugFlags=Backfill
 SlurmdLogFile=$D/log/slurmd-%n.log
 SlurmdParameters=config_overrides
 ProctrackType=proctrack/linuxproc
@@ -131,11 +136,9 @@ EOF
 	done
 	[ "$(sinfo -h -N -t idle -o %N | sort -u | wc -l)" = "$nn" ] || {
 		echo "fidelity-slurm: nodes did not come up:" >&2; sinfo -N >&2; exit 1; }
-	local njobs
-	njobs=$(($(wc -l <"$fix/jobs.csv") - 1))
-	# T0: late enough to submit every job first (about 0.1 s per sbatch).
+	# T0: two whole seconds from now, so that submit offsets are exact seconds.
 	local T0
-	T0=$(($(date +%s) + 4 + njobs / 5))
+	T0=$(($(date +%s) + 2))
 	export T0 FIXTURE=$fix
 	if [ -f "$fix/setup.sh" ]; then bash "$fix/setup.sh"; fi
 	# jobs.csv columns by header name.
@@ -146,20 +149,22 @@ EOF
 		q=c["queue"]?$c["queue"]:"";
 		print $c["id"], $c["submit_s"], rep, $c["gpus"], cpu, wt, $c["duration_s"], (q==""?"-":q)}' \
 		"$fix/jobs.csv" >"$D/jobs/list"
-	: >"$D/jobs/ids"
+	local cur=-1
 	while read -r id sub rep gpus cpu wt dur q; do
-		local begin
-		begin=$(date -d "@$((T0 + ${sub%.*}))" +%Y-%m-%dT%H:%M:%S)
-		local args=(--parsable -J "$id" -N "$rep" --ntasks-per-node=1 -c "$cpu" -o /dev/null -D "$D/jobs" --begin="$begin")
+		if [ "${sub%.*}" != "$cur" ]; then
+			wait # the previous second's sbatch calls
+			cur=${sub%.*}
+			local wait
+			wait=$(echo "$T0 + $cur - $(now)" | bc -l)
+			case "$wait" in -* | 0) ;; *) sleep "$wait" ;; esac
+		fi
+		local args=(--parsable -J "$id" -N "$rep" --ntasks-per-node=1 -c "$cpu" -o /dev/null -D "$D/jobs")
 		[ "$gpus" != 0 ] && args+=(--gres="gpu:$gpus")
 		[ "$wt" != 0 ] && args+=(-t "$wt")
 		[ "$q" != - ] && args+=(-p "$q")
-		echo "$id $(sbatch "${args[@]}" --wrap "sleep $dur")" >>"$D/jobs/ids"
+		sbatch "${args[@]}" --wrap "sleep $dur" >/dev/null &
 	done <"$D/jobs/list"
-	if [ "$(date +%s)" -ge "$T0" ]; then
-		echo "fidelity-slurm: submitting took past T0; raise the margin" >&2
-		exit 1
-	fi
+	wait
 	# Drain: every job finished.
 	for _ in $(seq 7200); do
 		[ -z "$(squeue -h -o %i)" ] && break
@@ -167,6 +172,27 @@ EOF
 	done
 	[ -z "$(squeue -h -o %i)" ] || { echo "fidelity-slurm: queue did not drain" >&2; exit 1; }
 	sleep 1
+	# Millisecond times from slurmctld's log: submissions, starts (main
+	# scheduler "sched: Allocate", backfill "_start_job: Started") and
+	# completions ("_job_complete: ... done"), one line per event and job,
+	# as "kind jobid seconds-from-T0".
+	grep -E '_slurm_rpc_submit_batch_job: JobId=|sched: Allocate JobId=|_start_job: Started JobId=|_job_complete: JobId=[0-9]+ done' \
+		"$D/log/slurmctld.log" | while read -r ts rest; do
+		local kind jid t
+		case "$rest" in
+		*_slurm_rpc_submit_batch_job*) kind=submit ;;
+		*_job_complete*) kind=end ;;
+		*) kind=start ;;
+		esac
+		jid=$(sed -n 's/.*JobId=\([0-9]*\).*/\1/p' <<<"$rest")
+		t=$(date -d "$(tr -d '[]' <<<"$ts")" +%s.%3N)
+		echo "$kind $jid $(echo "$t - $T0" | bc -l)"
+	done >"$D/log/events"
+	# msec KIND JOBID K DEFAULT: the K-th (1-based) KIND time of JOBID if it
+	# agrees with jobcomp's whole second DEFAULT, else DEFAULT.
+	msec() {
+		awk -v k="$1" -v j="$2" -v n="$3" -v d="$4" '$1==k && $2==j {c++; if (c==n && $3-d > -1.5 && $3-d < 1.5) {printf "%.3f\n", $3; f=1; exit}} END {if (!f) print d}' "$D/log/events"
+	}
 	{
 		echo "id,jobid,state,submit_s,eligible_s,start_s,end_s,nodes"
 		local line
@@ -181,7 +207,11 @@ EOF
 			endt=$(epoch "$(sed -n 's/.* EndTime=\([^ ]*\) .*/\1/p' <<<"$line")")
 			nl=$(sed -n 's/.* NodeList=\([^ ]*\) .*/\1/p' <<<"$line")
 			nl=$(scontrol show hostnames "$nl" 2>/dev/null | paste -sd'|')
-			echo "$name,$jid,$st,$((sub - T0)),$((el - T0)),$((startt - T0)),$((endt - T0)),$nl"
+			# the run's index among this job's runs (jobcomp lists them in order)
+			local k
+			k=$(($(grep -c "^$jid\$" "$D/log/seen" 2>/dev/null || true) + 1))
+			echo "$jid" >>"$D/log/seen"
+			echo "$name,$jid,$st,$(msec submit "$jid" 1 $((sub - T0))),$((el - T0)),$(msec start "$jid" "$k" $((startt - T0))),$(msec end "$jid" "$k" $((endt - T0))),$nl"
 		done <"$D/log/jobcomp.txt"
 	} >"$fix/recorded.csv.tmp"
 	mv "$fix/recorded.csv.tmp" "$fix/recorded.csv"

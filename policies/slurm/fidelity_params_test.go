@@ -8,12 +8,13 @@ import (
 )
 
 // A requeued job is not eligible for requeueDelay, then waits for the next
-// scheduling pass (issue 17 gap 1). F fills n0, L runs on n1; H (higher tier,
-// 20 s) preempts L at 50 and ends at 70. With no delay L restarts at H's end,
-// 70. With the default 121 s L is eligible at 171 and the next backfill cycle
-// (bf_interval 30, from t=0) starts it at 180. With 30 s it is eligible at 80
-// and starts at the cycle at 90; if slurmctld had run 5 s at t=0
-// (controllerUptime) the cycles fall at 25, 55, 85, ... and it starts at 85.
+// full main-scheduler pass (issue 17 gap 1). F fills n0, L runs on n1; H
+// (higher tier, 20 s) preempts L at 50 and ends at 70. With no delay L is
+// released by the full pass at 60 and restarts at H's end, 70. With the
+// default 121 s L is eligible at 171 and the full pass at 180 (sched_interval
+// 60 s from t=0) starts it. With 30 s it is eligible at 80 and starts at the
+// pass at 120; if slurmctld had run 5 s at t=0 (controllerUptime) the passes
+// fall at 55, 115, ... and it starts at 115.
 func TestRequeueDelay(t *testing.T) {
 	for _, tc := range []struct {
 		extra string
@@ -21,8 +22,8 @@ func TestRequeueDelay(t *testing.T) {
 	}{
 		{"requeueDelay: 0s", 70},
 		{"", 180},
-		{"requeueDelay: 30s", 90},
-		{"{requeueDelay: 30s, controllerUptime: 5s}", 85},
+		{"requeueDelay: 30s", 120},
+		{"{requeueDelay: 30s, controllerUptime: 5s}", 115},
 	} {
 		params := `
 partitions:
@@ -170,6 +171,35 @@ func TestBestFitNodes(t *testing.T) {
 		j := job(c.res, c.id)
 		if len(j.Nodes) != len(c.want) || j.Nodes[0] != c.want[0] || len(c.want) > 1 && j.Nodes[1] != c.want[1] {
 			t.Errorf("%s: %s on %v, want %v\n%s", c.name, c.id, j.Nodes, c.want, Schedule(c.res))
+		}
+	}
+}
+
+// Without accounting storage (accountingStorage: none, as in the fidelity
+// fixtures) Slurm computes a pending job's priority once, at submission:
+// sprio showed AGE 0 after a minute and more. Age weight 1000, maxAge 100 s,
+// calcPeriod 10 s; x waits behind a filler from 0 to 100. With slurmdbd its
+// last priority before it starts, from the step at 90, is 1000 x 90/100 =
+// 900; without accounting it stays at 1 (age 0, clamped to 1).
+func TestAccountingNone(t *testing.T) {
+	for _, tc := range []struct {
+		acct string
+		want int64
+	}{{"slurmdbd", 900}, {"none", 1}} {
+		s := newSlurm(t, `
+priority: {weights: {age: 1000}, maxAge: 100s, calcPeriod: 10s}
+accountingStorage: `+tc.acct)
+		var last int64
+		p := &probe{Slurm: s, rec: func(v *sim.View) {
+			if v.Now() < sim.Time(100*sim.Second) {
+				last = s.jobs[1].prio
+			}
+		}}
+		Run(t, Nodes(1, 8), p,
+			MakeJob("a.fill").GPUs(8).Dur(100).Wall(100).Obj(),
+			MakeJob("x").GPUs(8).Dur(10).Wall(100).Obj())
+		if last != tc.want {
+			t.Errorf("accountingStorage %s: priority of x before 100 = %d, want %d", tc.acct, last, tc.want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"cmp"
 	"context"
 	"encoding/csv"
 	"fmt"
@@ -32,7 +33,7 @@ import (
 //	want.yaml      the agreement the test requires (see fidelityWant)
 //
 // TestFidelity replays each fixture in gpusim without any daemon: every job is
-// submitted at its recorded eligible time (its --begin) and runs for its recorded run time
+// submitted at its recorded submit time, in Slurm's job id order, and runs for its recorded run time
 // (the last run's end - start: sleep plus Slurm's launch and completion
 // overhead, or the time Slurm let it run past its limit), and the policy gets
 // the recording's clock (clockOffset = T0's second of the minute,
@@ -54,7 +55,7 @@ type fidelityWant struct {
 // recRun is one run of a job in recorded.csv.
 type recRun struct {
 	jobID, state             string
-	submit, elig, start, end int64
+	submit, elig, start, end float64 // seconds from T0 (ms from slurmctld's log)
 	nodes                    []string
 }
 
@@ -88,7 +89,9 @@ func readCSV(t *testing.T, path string) (map[string]int, [][]string) {
 	return col, rows[1:]
 }
 
-func atoi(t *testing.T, s string) int64 {
+func atoi(t *testing.T, s string) int64 { return int64(atof(t, s)) }
+
+func atof(t *testing.T, s string) float64 {
 	t.Helper()
 	if s == "" {
 		return 0
@@ -97,7 +100,7 @@ func atoi(t *testing.T, s string) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return int64(v)
+	return v
 }
 
 // readMeta reads recorded.meta (key: value lines).
@@ -123,15 +126,15 @@ func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job,
 	rc, rrows := readCSV(t, filepath.Join(dir, "recorded.csv"))
 	runs := map[string][]recRun{}
 	for _, r := range rrows {
-		rr := recRun{jobID: r[rc["jobid"]], state: r[rc["state"]], submit: atoi(t, r[rc["submit_s"]]), elig: atoi(t, r[rc["eligible_s"]]),
-			start: atoi(t, r[rc["start_s"]]), end: atoi(t, r[rc["end_s"]])}
+		rr := recRun{jobID: r[rc["jobid"]], state: r[rc["state"]], submit: atof(t, r[rc["submit_s"]]), elig: atof(t, r[rc["eligible_s"]]),
+			start: atof(t, r[rc["start_s"]]), end: atof(t, r[rc["end_s"]])}
 		if n := r[rc["nodes"]]; n != "" {
 			rr.nodes = strings.Split(n, "|")
 		}
 		runs[r[rc["id"]]] = append(runs[r[rc["id"]]], rr)
 	}
 	for _, rs := range runs {
-		slices.SortFunc(rs, func(a, b recRun) int { return int(a.start - b.start) })
+		slices.SortFunc(rs, func(a, b recRun) int { return cmp.Compare(a.start, b.start) })
 	}
 	// jobs: recorded submit, the last run's length
 	jc, jrows := readCSV(t, filepath.Join(dir, "jobs.csv"))
@@ -143,10 +146,9 @@ func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job,
 			t.Fatalf("%s: job %s not in recorded.csv", dir, id)
 		}
 		last := rs[len(rs)-1]
-		// The job is submitted when Slurm made it eligible (its --begin time).
-		sp := sim.JobSpec{ID: sim.JobID(id), Submit: sim.Time(sim.Seconds(float64(max(rs[0].elig, 0)))),
+		sp := sim.JobSpec{ID: sim.JobID(id), Submit: sim.Time(sim.Seconds(rs[0].submit)),
 			GPUsPerReplica: int32(atoi(t, r[jc["gpus"]])), Replicas: 1, GPUMilli: sim.WholeGPU,
-			Duration: sim.Seconds(float64(last.end - last.start))}
+			Duration: sim.Seconds(last.end - last.start)}
 		if k, ok := jc["replicas"]; ok && r[k] != "" {
 			sp.Replicas = int32(atoi(t, r[k]))
 		}
@@ -164,6 +166,9 @@ func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job,
 		}
 		specs = append(specs, sp)
 	}
+	// Slurm's job id order (jobs of one second are submitted concurrently)
+	jobID := func(sp sim.JobSpec) int { n, _ := strconv.Atoi(runs[string(sp.ID)][0].jobID); return n }
+	slices.SortStableFunc(specs, func(a, b sim.JobSpec) int { return jobID(a) - jobID(b) })
 	// nodes: the fixture's slurm.conf NodeName line (n[0-N-1], 8 GPUs, 224 CPUs)
 	b, err := os.ReadFile(filepath.Join(dir, "slurm.conf"))
 	if err != nil {
@@ -241,7 +246,7 @@ func compareFidelity(specs []sim.JobSpec, got map[string]*sim.Job, first map[sim
 		id := string(sp.ID)
 		j, rs := got[id], runs[id]
 		r.jobs++
-		ss := float64(rs[0].start)
+		ss := rs[0].start
 		gs := math.Inf(1)
 		if j.FirstStart != sim.Never {
 			gs = j.FirstStart.Seconds()
@@ -251,7 +256,7 @@ func compareFidelity(specs []sim.JobSpec, got map[string]*sim.Job, first map[sim
 		r.maxDiff = max(r.maxDiff, d)
 		if d > 1 {
 			r.off++
-			r.offJobs = append(r.offJobs, fmt.Sprintf("%s slurm %.0f gpusim %.0f", id, ss, gs))
+			r.offJobs = append(r.offJobs, fmt.Sprintf("%s slurm %.1f gpusim %.1f", id, ss, gs))
 		}
 		r.meanWaitSlurm += ss - sp.Submit.Seconds()
 		r.meanWaitSim += gs - sp.Submit.Seconds()
@@ -303,7 +308,7 @@ func TestFidelity(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			t.Logf("| %s | %d | %d | %d | %d | %.1f s | %.1f s | %.0f s |", name, r.jobs, r.jobs-r.off, r.inversions, r.sameNodes, r.meanWaitSlurm, r.meanWaitSim, r.maxDiff)
+			t.Logf("| %s | %d | %d | %d | %d | %.1f s | %.1f s | %.1f s |", name, r.jobs, r.jobs-r.off, r.inversions, r.sameNodes, r.meanWaitSlurm, r.meanWaitSim, r.maxDiff)
 			if r.off > want.MaxOff {
 				t.Errorf("%d jobs off by more than 1 s (want at most %d): %s", r.off, want.MaxOff, strings.Join(r.offJobs, "; "))
 			}

@@ -76,6 +76,12 @@ type Params struct {
 	// first-fit (nodes in index order, gpusim's model before issue 17). See
 	// docs/fidelity.md.
 	NodeSelection string `yaml:"nodeSelection"`
+	// AccountingStorage: slurmdbd (the default) or none
+	// (AccountingStorageType=accounting_storage/none). Without accounting,
+	// Slurm 22.05 computes a job's priority once, at submission: no fair
+	// share, and no PriorityCalcPeriod recalculation, so the age factor stays
+	// 0 (sprio in the fidelity fixture priority).
+	AccountingStorage string `yaml:"accountingStorage"`
 	// GangNodes: distinct (the default: each replica of a gang on its own
 	// node, as sbatch -N replicas --ntasks-per-node=1 asks) or shared
 	// (replicas may share a node, gpusim's model before issue 17).

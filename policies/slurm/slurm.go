@@ -72,6 +72,7 @@ type jobInfo struct {
 	acctFrom         sim.Time     // usage accounted up to here (while running)
 	usedWall         sim.Duration // run time before suspensions of the current allocation
 	eligible         sim.Time     // not in the queue before this (requeue delay)
+	held             bool         // requeued: out of the queue until a full pass at or after eligible
 }
 
 // Slurm is the slurm policy. See the package documentation.
@@ -112,6 +113,7 @@ type Slurm struct {
 	// issue 17 (fidelity.go)
 	nodeSel      nodeSel
 	distinct     bool // params.gangNodes: distinct
+	noAcct       bool // params.accountingStorage: none
 	version      slurmVersion
 	requeueDelay sim.Duration
 	clockOff     sim.Duration // wall clock of t=0 past a whole minute
@@ -365,6 +367,15 @@ func New(p Params) (*Slurm, error) {
 	}
 	if s.nodeSel, err = parseNodeSelection(p.NodeSelection); err != nil {
 		errs = append(errs, err)
+	}
+	switch strings.ToLower(strings.TrimPrefix(strings.TrimSpace(p.AccountingStorage), "accounting_storage/")) {
+	case "", "slurmdbd":
+	case "none":
+		s.noAcct = true
+		s.wFS = 0 // fair share needs the association usage slurmdbd keeps
+		s.anyWeight = s.wAge+s.wJS+s.wPart+s.wQOS > 0
+	default:
+		bad("accountingStorage: unknown %q (want slurmdbd or none)", p.AccountingStorage)
 	}
 	if s.distinct, err = parseGangNodes(p.GangNodes); err != nil {
 		errs = append(errs, err)
@@ -695,6 +706,7 @@ func (s *Slurm) Observe(v *sim.View, e sim.Event) {
 			// job_mgr.c: a requeued job's begin time is pushed back; it is
 			// not eligible before it.
 			info.eligible = e.Time.Add(s.requeueDelay)
+			info.held = true
 		}
 	}
 }
@@ -825,12 +837,18 @@ func (s *Slurm) resvAllows(r *resv, j *sim.Job) bool {
 // buildQueue sorts the pending jobs: suspended jobs first within a tier (they
 // resume as soon as they can), then higher partition PriorityTier, higher
 // priority, lower JobRef (job id).
-func (s *Slurm) buildQueue(v *sim.View) {
+func (s *Slurm) buildQueue(v *sim.View, full bool) {
 	s.queue = s.queue[:0]
 	now := v.Now()
 	for j := v.PendingHead(); j != nil; j = v.NextPending(j) {
-		if s.jobs[j.Ref].eligible > now {
-			continue // requeued, not yet eligible (Slurm reason BeginTime)
+		if info := &s.jobs[j.Ref]; info.held {
+			// A requeued job waits for its begin time (reason BeginTime),
+			// then for the next full main-scheduler pass, which makes it
+			// eligible again (fidelity fixture preempt-requeue).
+			if !full || info.eligible > now {
+				continue
+			}
+			info.held = false
 		}
 		s.queue = append(s.queue, j)
 	}
@@ -863,18 +881,18 @@ func (s *Slurm) Schedule(v *sim.View, p *sim.Plan) error {
 		return err
 	}
 	now := v.Now()
-	if s.anyWeight {
+	if s.anyWeight && !s.noAcct {
 		s.calc(v)
 	}
 	wakeLimit, err := s.enforceLimits(v, p)
 	if err != nil {
 		return err
 	}
-	s.buildQueue(v)
 	// The periodic passes run on their own clocks (multiples of sched_interval and
-	// bf_interval from the start); a grid time at which nothing was pending needs
-	// no call since its pass would have done nothing.
+	// bf_interval from slurmctld's start); a grid time at which nothing was
+	// pending needs no call since its pass would have done nothing.
 	full := s.onTick(now, s.schedInterval)
+	s.buildQueue(v, full)
 	s.nextFull = s.nextTick(now, s.schedInterval)
 	if err := s.mainPass(v, p, full); err != nil {
 		return err
@@ -887,7 +905,7 @@ func (s *Slurm) Schedule(v *sim.View, p *sim.Plan) error {
 	}
 	if v.PendingCount() > 0 {
 		w := min(s.nextFull, s.nextBF)
-		if s.anyWeight {
+		if s.anyWeight && !s.noAcct {
 			w = min(w, s.nextCalc)
 		}
 		p.Wake(w)

@@ -527,6 +527,8 @@ func TestConfigErrors(t *testing.T) {
 		{`qos: [{name: x}, {name: normal}, {name: normal}]`, `qos[2].name: QOS "normal" defined twice`},
 		{`qos: [{name: x, preempt: [y]}]`, `qos[0].preempt: unknown QOS "y"`},
 		{`nodeSelection: worst-fit`, `nodeSelection: unknown "worst-fit"`},
+		{`gangNodes: some`, `gangNodes: unknown "some"`},
+		{`accountingStorage: mysql`, `accountingStorage: unknown "mysql"`},
 		{`version: "21.08"`, `version: unknown Slurm version "21.08"`},
 		{`clockOffset: lots`, `clockOffset`},
 	} {
