@@ -74,6 +74,17 @@ func (s *Slurm) nextTick(now sim.Time, iv sim.Duration) sim.Time {
 	return nextGrid(now+u, iv) - u
 }
 
+// ceilTick is the first tick of a pass of period iv at or after t (t may be
+// negative).
+func (s *Slurm) ceilTick(t sim.Time, iv sim.Duration) sim.Time {
+	x, i := t+sim.Time(s.uptime), sim.Time(iv)
+	q := x / i // truncates toward zero: the ceiling for negative x
+	if x > 0 && x%i != 0 {
+		q++
+	}
+	return q*i - sim.Time(s.uptime)
+}
+
 // firstCalc is the first PriorityCalcPeriod step after t=0 (the decay thread
 // runs at slurmctld's start and every period after it).
 func (s *Slurm) firstCalc() sim.Time {
@@ -261,6 +272,38 @@ type bfProbe struct {
 func (s *Slurm) bfOK(n sim.NodeID) bool {
 	p := &s.bfProbe
 	return !s.bfBlocked(n, p.t0, p.t1) && !s.resvBlocks(p.j, n, p.t0, p.t1)
+}
+
+// mainDue reports whether the main scheduler runs at this scheduling point
+// (issue 17). slurmctld runs it at once when a job ends or is preempted
+// (queue_job_scheduler), fully every sched_interval, and for newly submitted
+// batch jobs only from its background loop (controller.c
+// _slurmctld_background, once a second), at least batch_sched_delay after
+// its previous such pass; backfill cycles start new jobs meanwhile. With
+// batch_sched_delay 0 the main scheduler runs at every scheduling point
+// (gpusim's model before issue 17).
+func (s *Slurm) mainDue(now sim.Time, full bool) bool {
+	freed := s.freed
+	s.freed = false
+	if s.batchDelay <= 0 {
+		s.arrivedAt = sim.Never
+		return true
+	}
+	run := full || freed
+	s.batchWake = sim.Never
+	if s.arrivedAt != sim.Never {
+		// the first background tick (1 s from slurmctld's start) at or
+		// after both the arrival and the previous batch pass + the delay
+		due := s.ceilTick(max(s.arrivedAt, s.lastBatch.Add(s.batchDelay)), sim.Second)
+		if now >= due {
+			run = true
+			s.lastBatch = now
+			s.arrivedAt = sim.Never
+		} else {
+			s.batchWake = due
+		}
+	}
+	return run
 }
 
 // placeSel places j with Slurm's node selection: best-fit order

@@ -155,8 +155,9 @@ func TestBestFitNodes(t *testing.T) {
 		MakeJob("d.gang").GPUs(8).Replicas(2).Dur(100).Wall(100).At(12).Obj(),
 	}
 	all := append(order, later...)
-	ff := Run(t, nodes, newSlurm(t, `nodeSelection: first-fit`), all...)
-	bf := Run(t, nodes, newSlurm(t, ``), all...)
+	// batch_sched_delay 0: each arrival is placed at once, in order
+	ff := Run(t, nodes, newSlurm(t, "nodeSelection: first-fit\nschedulerParameters: {batch_sched_delay: 0}"), all...)
+	bf := Run(t, nodes, newSlurm(t, "schedulerParameters: {batch_sched_delay: 0}"), all...)
 	for _, c := range []struct {
 		res  *sim.Result
 		name string
@@ -201,5 +202,29 @@ accountingStorage: `+tc.acct)
 		if last != tc.want {
 			t.Errorf("accountingStorage %s: priority of x before 100 = %d, want %d", tc.acct, last, tc.want)
 		}
+	}
+}
+
+// Newly submitted jobs wait for the main scheduler's background pass, at most
+// once per batch_sched_delay, on slurmctld's 1 s loop (issue 17). One 8-GPU
+// node, 1-GPU jobs a, b, c arrive at 0, 1 and 2 (backfill every 30 s). With
+// the default 3 s, a starts at 0 and b and c at the pass at 3. With 0 each
+// starts on arrival. With slurmctld started 0.5 s before t=0 the loop ticks at
+// x.5: a starts at 0.5, b and c at 3.5.
+func TestBatchSchedDelay(t *testing.T) {
+	jobs := []sim.JobSpec{
+		MakeJob("a").GPUs(1).Dur(100).Wall(100).Obj(),
+		MakeJob("b").GPUs(1).Dur(100).Wall(100).At(1).Obj(),
+		MakeJob("c").GPUs(1).Dur(100).Wall(100).At(2).Obj(),
+	}
+	for _, tc := range []struct {
+		params string
+		want   map[string]float64
+	}{
+		{``, map[string]float64{"a": 0, "b": 3, "c": 3}},
+		{`schedulerParameters: {batch_sched_delay: 0}`, map[string]float64{"a": 0, "b": 1, "c": 2}},
+		{`controllerUptime: 0.5s`, map[string]float64{"a": 0.5, "b": 3.5, "c": 3.5}},
+	} {
+		wantStarts(t, Run(t, Nodes(1, 8), newSlurm(t, tc.params), jobs...), tc.want)
 	}
 }

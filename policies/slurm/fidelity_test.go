@@ -191,7 +191,7 @@ func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job,
 	meta := readMeta(t, filepath.Join(dir, "recorded.meta"))
 	sec, _ := strconv.Atoi(meta["t0_second_of_minute"])
 	ctld, _ := strconv.ParseFloat(meta["slurmctld_start_s"], 64)
-	clock := fmt.Sprintf("\nclockOffset: %ds\ncontrollerUptime: %ds\nversion: %q\n", sec, int(math.Round(-ctld)), meta["slurm_version"])
+	clock := fmt.Sprintf("\nclockOffset: %ds\ncontrollerUptime: %.1fs\nversion: %q\n", sec, max(-ctld, 0), meta["slurm_version"])
 	var n yaml.Node
 	if err := yaml.Unmarshal(append(pb, clock...), &n); err != nil {
 		t.Fatal(err)

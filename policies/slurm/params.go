@@ -214,6 +214,7 @@ type SchedConf struct {
 	BfJobPartCountReserve *int          `yaml:"bf_job_part_count_reserve"` // 0 = all
 	BfMinPrioReserve      *int64        `yaml:"bf_min_prio_reserve"`       // 0
 	BfContinue            *bool         `yaml:"bf_continue"`               // read, not modelled
+	BatchSchedDelay       *policies.Dur `yaml:"batch_sched_delay"`         // 3s; 0 = main pass at each arrival
 }
 
 // Minutes is a duration whose plain numbers are minutes (as bf_window in
@@ -325,6 +326,8 @@ const (
 	// DefaultRequeueDelay is the ineligible time of a requeued job:
 	// see docs/fidelity.md (measured on Slurm 22.05.8).
 	DefaultRequeueDelay = 121 * sim.Second
+	// DefaultBatchSchedDelay is SchedulerParameters batch_sched_delay.
+	DefaultBatchSchedDelay = 3 * sim.Second
 )
 
 func durOr(d *policies.Dur, def sim.Duration) sim.Duration {

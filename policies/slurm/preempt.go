@@ -147,6 +147,7 @@ func (s *Slurm) tryPreempt(v *sim.View, p *sim.Plan, j *sim.Job, pt *partition, 
 			continue
 		}
 		why := fmt.Sprintf("preempted by %s (%s)", j.Spec.ID, s.victimMode(r))
+		s.freed = true // a job end: the main scheduler runs at the next point
 		if err := p.AddPreempt(r.Ref, simMode(s.victimMode(r)), why); err != nil {
 			return false, err
 		}

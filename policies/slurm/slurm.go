@@ -73,6 +73,7 @@ type jobInfo struct {
 	usedWall         sim.Duration // run time before suspensions of the current allocation
 	eligible         sim.Time     // not in the queue before this (requeue delay)
 	held             bool         // requeued: out of the queue until a full pass at or after eligible
+	seen             bool         // its arrival has been noted for batch_sched_delay
 }
 
 // Slurm is the slurm policy. See the package documentation.
@@ -114,6 +115,11 @@ type Slurm struct {
 	nodeSel      nodeSel
 	distinct     bool // params.gangNodes: distinct
 	noAcct       bool // params.accountingStorage: none
+	batchDelay   sim.Duration
+	arrivedAt    sim.Time // first arrival since the last batch pass (Never: none)
+	lastBatch    sim.Time // last main pass run for arrivals
+	batchWake    sim.Time // when the pending batch pass is due (Never: none)
+	freed        bool     // a job ended, was preempted or suspended since the last scheduling point
 	version      slurmVersion
 	requeueDelay sim.Duration
 	clockOff     sim.Duration // wall clock of t=0 past a whole minute
@@ -384,6 +390,12 @@ func New(p Params) (*Slurm, error) {
 		errs = append(errs, err)
 	}
 	s.requeueDelay = durOr(p.RequeueDelay, DefaultRequeueDelay)
+	s.batchDelay = durOr(p.SchedulerParameters.BatchSchedDelay, DefaultBatchSchedDelay)
+	if s.batchDelay < 0 {
+		bad("schedulerParameters.batch_sched_delay: must be >= 0")
+	}
+	s.arrivedAt, s.batchWake = sim.Never, sim.Never
+	s.lastBatch = -sim.Time(s.batchDelay)
 	s.clockOff = durOr(p.ClockOffset, 0)
 	s.uptime = durOr(p.ControllerUptime, 0)
 	if s.requeueDelay < 0 {
@@ -694,6 +706,7 @@ func (s *Slurm) Observe(v *sim.View, e sim.Event) {
 	case sim.EvStart:
 		info.acctFrom = e.Time
 	case sim.EvFinish, sim.EvKill, sim.EvTimeout, sim.EvPreempt, sim.EvSuspend:
+		s.freed = true
 		if e.Time > info.acctFrom {
 			s.pendUsage[info.assoc] += gpuUnits(&j.Spec) * e.Time.Sub(info.acctFrom).Seconds()
 		}
@@ -841,7 +854,14 @@ func (s *Slurm) buildQueue(v *sim.View, full bool) {
 	s.queue = s.queue[:0]
 	now := v.Now()
 	for j := v.PendingHead(); j != nil; j = v.NextPending(j) {
-		if info := &s.jobs[j.Ref]; info.held {
+		info := &s.jobs[j.Ref]
+		if !info.seen {
+			// a new submission (the engine reports arrivals to Observe only
+			// after this scheduling point)
+			info.seen = true
+			s.arrivedAt = min(s.arrivedAt, j.Spec.Submit)
+		}
+		if info.held {
 			// A requeued job waits for its begin time (reason BeginTime),
 			// then for the next full main-scheduler pass, which makes it
 			// eligible again (fidelity fixture preempt-requeue).
@@ -894,8 +914,10 @@ func (s *Slurm) Schedule(v *sim.View, p *sim.Plan) error {
 	full := s.onTick(now, s.schedInterval)
 	s.buildQueue(v, full)
 	s.nextFull = s.nextTick(now, s.schedInterval)
-	if err := s.mainPass(v, p, full); err != nil {
-		return err
+	if s.mainDue(now, full) {
+		if err := s.mainPass(v, p, full); err != nil {
+			return err
+		}
 	}
 	s.nextBF = s.nextTick(now, s.bfInterval)
 	if s.onTick(now, s.bfInterval) {
@@ -908,7 +930,7 @@ func (s *Slurm) Schedule(v *sim.View, p *sim.Plan) error {
 		if s.anyWeight && !s.noAcct {
 			w = min(w, s.nextCalc)
 		}
-		p.Wake(w)
+		p.Wake(min(w, s.batchWake))
 	}
 	if wakeLimit != sim.Never {
 		p.Wake(wakeLimit)
@@ -943,6 +965,7 @@ func (s *Slurm) enforceLimits(v *sim.View, p *sim.Plan) (sim.Time, error) {
 		if err := p.AddPreempt(r.Ref, sim.PreemptKill, "TimeLimit (partition default time)"); err != nil {
 			return next, err
 		}
+		s.freed = true // the engine reports the kill after the next scheduling point
 	}
 	return next, nil
 }

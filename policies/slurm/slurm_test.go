@@ -658,13 +658,14 @@ preemptParameters: {youngestFirst: `+map[bool]string{false: "false", true: "true
 // Overlapping partitions: when "wide" (all nodes) blocks, its nodes leave the
 // candidate set, so a later job of "narrow" (n1 only, overlapping) waits for
 // backfill although n1 has room; a job of "other" (n2, not in wide) does not.
+// (batch_sched_delay 0: the main scheduler runs at each arrival.)
 func TestOverlappingPartitionsBlock(t *testing.T) {
 	s := newSlurm(t, `
 partitions:
   - {name: wide, nodes: "0-1", default: true}
   - {name: narrow, nodes: "1"}
   - {name: other, nodes: "2"}
-schedulerParameters: {bf_resolution: 10}
+schedulerParameters: {bf_resolution: 10, batch_sched_delay: 0}
 `)
 	res := Run(t, Nodes(3, 8), s,
 		MakeJob("a.r0").GPUs(8).Dur(1000).Wall(1000).Obj(),
@@ -822,7 +823,8 @@ preemptMode: REQUEUE`, sim.ClassServing, 1000},
 // arriving at 0.5, cannot start; q (2 GPUs, 262 CPUs, priority 625) arrives
 // at 1. With bf_min_prio_reserve 800 p does not block and q starts at
 // once in the main pass at 1; without it p blocks the partition and q waits
-// for the backfill cycle at 30.
+// for the backfill cycle at 30. (batch_sched_delay 0: the main scheduler runs
+// at each arrival.)
 func TestMinPrioReserveDoesNotBlock(t *testing.T) {
 	jobs := []sim.JobSpec{
 		MakeJob("r").GPUs(6).Dur(1000).Wall(1000).Obj(),
@@ -831,9 +833,11 @@ func TestMinPrioReserveDoesNotBlock(t *testing.T) {
 	}
 	low := Run(t, Nodes(1, 8), newSlurm(t, `
 priority: {weights: {jobSize: 1000}}
-schedulerParameters: {bf_min_prio_reserve: 800}`), jobs...)
+schedulerParameters: {bf_min_prio_reserve: 800, batch_sched_delay: 0}`), jobs...)
 	wantStarts(t, low, map[string]float64{"r": 0, "q": 1, "p": 1000})
-	def := Run(t, Nodes(1, 8), newSlurm(t, `priority: {weights: {jobSize: 1000}}`), jobs...)
+	def := Run(t, Nodes(1, 8), newSlurm(t, `
+priority: {weights: {jobSize: 1000}}
+schedulerParameters: {batch_sched_delay: 0}`), jobs...)
 	wantStarts(t, def, map[string]float64{"r": 0, "q": 30, "p": 1000})
 }
 
@@ -852,7 +856,7 @@ func TestPlacementParam(t *testing.T) {
 		MakeJob("j3").GPUs(8).Dur(10).Wall(10).At(2).Queue("a").Obj(),
 	}
 	for placement, want := range map[string]float64{"": 2, "best-fit": 2, "spread": 100, "fgd": 2} {
-		params := `partitions: [{name: a, nodes: "n[1-2]", default: true}]`
+		params := "partitions: [{name: a, nodes: \"n[1-2]\", default: true}]\nschedulerParameters: {batch_sched_delay: 0}"
 		if placement != "" {
 			params += "\nplacement: " + placement
 		}
