@@ -110,6 +110,20 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 			}
 		}
 		s.ov.clear()
+		if found != now && s.ptype != preemptNone && !j.Suspended() {
+			// Slurm's backfill starts a job now by preempting lower ones
+			// when its will-run test, which counts preemptable jobs' resources
+			// as free, puts its start now (_try_sched with preemptee
+			// candidates; seen in the fidelity fixture preempt-requeue).
+			s.bfProbe = bfProbe{j: j, t0: now, t1: now.Add(lim)}
+			started, err := s.tryPreempt(v, p, j, pt, s.bfOKFn)
+			if err != nil {
+				return err
+			}
+			if started {
+				continue
+			}
+		}
 		switch {
 		case found == now:
 			if err := p.AddStart(j.Ref, s.pl.nodes, s.pl.gpus); err != nil {

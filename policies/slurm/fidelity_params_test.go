@@ -8,7 +8,8 @@ import (
 )
 
 // A requeued job is not eligible for requeueDelay, then waits for the next
-// full main-scheduler pass (issue 17 gap 1). F fills n0, L runs on n1; H
+// full main-scheduler pass (issue 17 gap 1). F fills n0 (in the high tier),
+// L runs on n1; H
 // (higher tier, 20 s) preempts L at 50 and ends at 70. With no delay L is
 // released by the full pass at 60 and restarts at H's end, 70. With the
 // default 121 s L is eligible at 171 and the full pass at 180 (sched_interval
@@ -40,7 +41,7 @@ preemptMode: REQUEUE
 			params += tc.extra + "\n"
 		}
 		res := Run(t, Nodes(2, 8), newSlurm(t, params),
-			MakeJob("F").GPUs(8).Dur(5000).Wall(5000).Obj(),
+			MakeJob("F").GPUs(8).Dur(5000).Wall(5000).Queue("high").Obj(),
 			MakeJob("L").GPUs(8).Dur(1000).Wall(2000).Obj(),
 			MakeJob("H").GPUs(8).Dur(20).Wall(20).At(50).Queue("high").Obj())
 		l := job(res, "L")

@@ -68,6 +68,7 @@ type recRun struct {
 // fidelityResult is the agreement of one fixture.
 type fidelityResult struct {
 	jobs, off, inversions      int
+	restarts                   int // requeued jobs, whose last start is compared too
 	sameNodes                  int
 	meanWaitSlurm, meanWaitSim float64
 	maxDiff                    float64
@@ -263,6 +264,15 @@ func compareFidelity(specs []sim.JobSpec, got map[string]*sim.Job, first map[sim
 		if d > 1 {
 			r.off++
 			r.offJobs = append(r.offJobs, fmt.Sprintf("%s slurm %.1f gpusim %.1f", id, ss, gs))
+		}
+		if len(rs) > 1 {
+			// a requeued job: its last run's start too (the requeue delay)
+			ls, gl := rs[len(rs)-1].start, j.LastStart.Seconds()
+			r.restarts++
+			if math.Abs(gl-ls) > 1 {
+				r.off++
+				r.offJobs = append(r.offJobs, fmt.Sprintf("%s restart slurm %.1f gpusim %.1f", id, ls, gl))
+			}
 		}
 		r.meanWaitSlurm += ss - sp.Submit.Seconds()
 		r.meanWaitSim += gs - sp.Submit.Seconds()

@@ -108,9 +108,11 @@ func (s *Slurm) tryPreempt(v *sim.View, p *sim.Plan, j *sim.Job, pt *partition, 
 	}
 	slices.SortFunc(s.cands, func(a, b *sim.Job) int {
 		if !s.youngest {
-			if c := cmp.Compare(s.victimKey(a), s.victimKey(b)); c != 0 {
-				return c
-			}
+			// Equal keys keep job_list order, the lower job id first:
+			// _find_preemptable_jobs walks job_list (ascending ids) and
+			// list_sort uses glibc qsort, a stable merge sort for short
+			// lists (fidelity fixture preempt-requeue: l1 and l2 go first).
+			return cmp.Or(cmp.Compare(s.victimKey(a), s.victimKey(b)), cmp.Compare(a.Ref, b.Ref))
 		}
 		// youngest first, then the higher job id
 		return cmp.Or(cmp.Compare(b.LastStart, a.LastStart), cmp.Compare(b.Ref, a.Ref))

@@ -120,6 +120,7 @@ type Slurm struct {
 	lastBatch    sim.Time // last main pass run for arrivals
 	batchWake    sim.Time // when the pending batch pass is due (Never: none)
 	freed        bool     // a job ended, was preempted or suspended since the last scheduling point
+	heldRelease  sim.Time // first full pass that releases a held (requeued) job
 	version      slurmVersion
 	requeueDelay sim.Duration
 	clockOff     sim.Duration // wall clock of t=0 past a whole minute
@@ -852,6 +853,7 @@ func (s *Slurm) resvAllows(r *resv, j *sim.Job) bool {
 // priority, lower JobRef (job id).
 func (s *Slurm) buildQueue(v *sim.View, full bool) {
 	s.queue = s.queue[:0]
+	s.heldRelease = sim.Never
 	now := v.Now()
 	for j := v.PendingHead(); j != nil; j = v.NextPending(j) {
 		info := &s.jobs[j.Ref]
@@ -866,6 +868,7 @@ func (s *Slurm) buildQueue(v *sim.View, full bool) {
 			// then for the next full main-scheduler pass, which makes it
 			// eligible again (fidelity fixture preempt-requeue).
 			if !full || info.eligible > now {
+				s.heldRelease = min(s.heldRelease, s.ceilTick(max(info.eligible, now+1), s.schedInterval))
 				continue
 			}
 			info.held = false
@@ -931,6 +934,9 @@ func (s *Slurm) Schedule(v *sim.View, p *sim.Plan) error {
 			w = min(w, s.nextCalc)
 		}
 		p.Wake(min(w, s.batchWake))
+		if s.heldRelease != sim.Never {
+			p.Release(s.heldRelease)
+		}
 	}
 	if wakeLimit != sim.Never {
 		p.Wake(wakeLimit)

@@ -366,7 +366,7 @@ func preemptNodes() []sim.NodeSpec {
 
 // partition_prio preemption on two 8-GPU nodes: F fills n0, L runs on n1 from 0
 // (limit 2000, 1000 s of work). H in the higher-tier partition arrives at 50
-// and preempts L (equal tier and size: the youngest, higher job id, goes first).
+// and preempts L (F runs in the high tier, so L is the only candidate).
 // REQUEUE: L is not eligible before 50 + requeueDelay (121 s) = 171, and is
 // picked up by the next backfill cycle, at 180; it restarts from scratch there
 // (ends 1180). CANCEL: L is killed.
@@ -403,7 +403,7 @@ preemptMode: `+tc.mode)
 			l.MemoryMiB = 600
 			h := MakeJob("H").GPUs(8).Dur(100).Wall(100).At(50).Queue("high").Obj()
 			h.MemoryMiB = 300
-			res := Run(t, preemptNodes(), pr, MakeJob("F").GPUs(8).Dur(5000).Wall(5000).Obj(), l, h)
+			res := Run(t, preemptNodes(), pr, MakeJob("F").GPUs(8).Dur(5000).Wall(5000).Queue("high").Obj(), l, h)
 			wantStarts(t, res, map[string]float64{"F": 0, "L": 0, "H": 50})
 			lj := job(res, "L")
 			if lj.State != tc.state || lj.End.Seconds() != tc.end || lj.Preempted != 1 {
@@ -724,7 +724,8 @@ func TestTopologyTree(t *testing.T) {
 }
 
 // A suspended job that cannot resume yet does not block its partition (it is not
-// in Slurm's pending queue): H suspends L on n1 at 50; when G frees n2 at 100 the
+// in Slurm's pending queue): H suspends L on n1 at 50 (F and G run in the high
+// tier, out of its reach); when G frees n2 at 100 the
 // main scheduler starts Q there at once (not at the next backfill cycle, 120),
 // and L resumes on n1 when H ends at 150.
 func TestSuspendedDoesNotBlock(t *testing.T) {
@@ -736,8 +737,8 @@ preemptType: partition_prio
 preemptMode: SUSPEND
 `)
 	res := Run(t, Nodes(3, 8), s,
-		MakeJob("F").GPUs(8).Dur(5000).Wall(5000).Obj(),
-		MakeJob("G").GPUs(8).Dur(100).Wall(100).Obj(),
+		MakeJob("F").GPUs(8).Dur(5000).Wall(5000).Queue("high").Obj(),
+		MakeJob("G").GPUs(8).Dur(100).Wall(100).Queue("high").Obj(),
 		MakeJob("L").GPUs(8).Dur(1000).Wall(2000).Obj(),
 		MakeJob("H").GPUs(8).Dur(100).Wall(100).At(50).Queue("high").Obj(),
 		MakeJob("Q").GPUs(8).Dur(50).Wall(50).At(60).Obj())
