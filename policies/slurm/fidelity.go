@@ -306,6 +306,55 @@ func (s *Slurm) mainDue(now sim.Time, full bool) bool {
 	return run
 }
 
+// resvOnly reports whether job j, which cannot start now, would start but
+// for advanced reservations active now (on the nodes the main pass has not
+// blocked; reservations that start later still count). Slurm then gives the
+// reason ReqNodeNotAvail (the nodes are reserved), which does not fail the
+// partition, while a clash with a later reservation reads as busy nodes,
+// which does (fidelity fixture reservation).
+func (s *Slurm) resvOnly(now sim.Time, j *sim.Job, pt *partition) bool {
+	active := false
+	for _, r := range s.resvs {
+		active = active || r.start <= now && now < r.end
+	}
+	if !active || j.Suspended() {
+		return false
+	}
+	s.bfProbe = bfProbe{j: j, t0: now, t1: now.Add(s.runLimit(j))}
+	return place(&s.ov, j, pt.nodes, s.notBlockedFn, &s.plWhy, s.topo)
+}
+
+// notBlocked admits a node for s.bfProbe's run that the main pass has not
+// blocked and that no advanced reservation starting after now keeps it off.
+func (s *Slurm) notBlocked(n sim.NodeID) bool {
+	if s.blockedNode[n] {
+		return false
+	}
+	p := &s.bfProbe
+	for _, ri := range s.nodeResv[n] {
+		r := s.resvs[ri]
+		if r.start > p.t0 && p.t0 < r.end && p.t1 > r.start && !s.resvAllows(r, p.j) {
+			return false
+		}
+	}
+	return true
+}
+
+// nextResvBoundary is the first start or end of an advanced reservation
+// after now (Never: none).
+func (s *Slurm) nextResvBoundary(now sim.Time) sim.Time {
+	b := sim.Never
+	for _, r := range s.resvs {
+		if r.start > now {
+			b = min(b, r.start)
+		}
+		if r.end > now {
+			b = min(b, r.end)
+		}
+	}
+	return b
+}
+
 // placeSel places j with Slurm's node selection: best-fit order
 // (bestFitOrder) unless params.nodeSelection is first-fit, topology/tree
 // confines the job, or a suspended job resumes on its own nodes.

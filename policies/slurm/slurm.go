@@ -132,6 +132,7 @@ type Slurm struct {
 	fitOrder     []sim.NodeID
 	bfProbe      bfProbe
 	bfOKFn       func(sim.NodeID) bool // s.bfOK
+	notBlockedFn func(sim.NodeID) bool // s.notBlocked
 
 	// run state
 	inited             bool
@@ -543,6 +544,7 @@ func (s *Slurm) setup(v *sim.View) error {
 	s.nodeRes = make([][]interval, nn)
 	s.nextCalc = s.firstCalc()
 	s.bfOKFn = s.bfOK
+	s.notBlockedFn = s.notBlocked
 	for n := range nn {
 		s.clusterCPUs += float64(c.Node(sim.NodeID(n)).CPUMilli / 1000)
 	}
@@ -937,6 +939,11 @@ func (s *Slurm) Schedule(v *sim.View, p *sim.Plan) error {
 		if s.heldRelease != sim.Never {
 			p.Release(s.heldRelease)
 		}
+		if b := s.nextResvBoundary(now); b != sim.Never {
+			// an advanced reservation starting or ending changes what can
+			// start even on an idle cluster
+			p.Release(b)
+		}
 	}
 	if wakeLimit != sim.Never {
 		p.Wake(wakeLimit)
@@ -1016,6 +1023,13 @@ func (s *Slurm) mainPass(v *sim.View, p *sim.Plan, full bool) error {
 			if started {
 				continue
 			}
+		}
+		if s.resvOnly(now, j, pt) {
+			// Only advanced reservations keep it off: Slurm's reason is
+			// ReqNodeNotAvail (reserved), which does not fail the partition
+			// (fidelity fixture reservation).
+			p.Wait(j.Ref, sim.ReasonReservation)
+			continue
 		}
 		p.Wait(j.Ref, sim.ReasonNoCapacity) // Resources
 		if info.prio < s.minPrioReserve {

@@ -462,8 +462,10 @@ preemptMode: REQUEUE
 // Advanced reservation on n1 from 100 to 480 for alice; n0 is busy. b1 (limit 50)
 // ends before the window and starts at 0; b2 (limit 100, at 60) would overlap
 // it and waits until the reservation ends at 480; alice's a1 uses the reserved
-// node at 90 (backfill, its limit ends before b2's reservation at 480). Alice is
-// allowed by name, through her account labA, or through labA's parent org.
+// node at 90 (backfill, its limit ends before b2's reservation at 480; in the
+// main pass b2 blocks the partition, as a clash with a window that has not
+// started reads as busy nodes). Alice is allowed by name, through her account
+// labA, or through labA's parent org.
 func TestReservationWindow(t *testing.T) {
 	for _, who := range []string{"users: [alice]", "accounts: [labA]", "accounts: [org]"} {
 		t.Run(who, func(t *testing.T) {
