@@ -229,3 +229,28 @@ func TestBatchSchedDelay(t *testing.T) {
 		wantStarts(t, Run(t, Nodes(1, 8), newSlurm(t, tc.params), jobs...), tc.want)
 	}
 }
+
+// A job that only an advanced reservation active now keeps off its nodes does
+// not block its partition (Slurm: ReqNodeNotAvail, reserved); a clash with a
+// reservation that starts later reads as busy nodes and does (fidelity
+// fixture reservation). Two nodes; alice's reservation on n1. b (bob, 2
+// nodes) cannot start; c (bob, 1 node) arrives at 1. Reservation active
+// [0, 100): c starts at once in the main pass. Reservation [40, 150): b
+// blocks the partition and c waits for the backfill cycle at 30.
+func TestActiveReservationDoesNotBlock(t *testing.T) {
+	jobs := []sim.JobSpec{
+		user(MakeJob("b").GPUs(8).Replicas(2).Dur(100).Wall(100).Obj(), "bob"),
+		user(MakeJob("c").GPUs(8).Dur(10).Wall(10).At(1).Obj(), "bob"),
+	}
+	for _, tc := range []struct {
+		window string
+		want   float64
+	}{{"startTime: 0, endTime: 100", 1}, {"startTime: 40, endTime: 150", 30}} {
+		res := Run(t, Nodes(2, 8), newSlurm(t, `
+reservations: [{name: r, nodes: "n1", `+tc.window+`, users: [alice]}]
+schedulerParameters: {batch_sched_delay: 0}`), jobs...)
+		if got := Starts(res)["c"]; got != tc.want {
+			t.Errorf("%s: c started at %v, want %v\n%s", tc.window, got, tc.want, Schedule(res))
+		}
+	}
+}
