@@ -123,6 +123,15 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 			if started {
 				continue
 			}
+			if s.suspendWouldFit(v, j, pt) {
+				// The will-run test counts jobs in SUSPEND mode as
+				// preemptable even where they cannot be suspended (no
+				// OverSubscribe=FORCE): it puts the start at now, the start
+				// fails, and the job gets no reservation (fidelity fixture
+				// preempt-suspend: h2 backfills past h1).
+				p.Wait(j.Ref, sim.ReasonNoCapacity)
+				continue
+			}
 		}
 		switch {
 		case found == now:

@@ -355,6 +355,26 @@ func (s *Slurm) nextResvBoundary(now sim.Time) sim.Time {
 	return b
 }
 
+// suspendWouldFit reports whether j would fit now if the running jobs it may
+// preempt in SUSPEND mode, which lack OverSubscribe=FORCE, were gone (with
+// the node filter of s.bfProbe).
+func (s *Slurm) suspendWouldFit(v *sim.View, j *sim.Job, pt *partition) bool {
+	now := v.Now()
+	any := false
+	for _, r := range v.Running() {
+		if s.mayPreempt(j, r) && s.victimMode(r) == modeSuspend && !s.parts[s.jobs[r.Ref].part].overSub && s.preemptible(r, now) {
+			s.ov.release(r, +1, true)
+			any = true
+		}
+	}
+	if !any {
+		return false
+	}
+	ok := place(&s.ov, j, pt.nodes, s.bfOKFn, &s.plWhy, s.topo)
+	s.ov.clear()
+	return ok
+}
+
 // placeSel places j with Slurm's node selection: best-fit order
 // (bestFitOrder) unless params.nodeSelection is first-fit, topology/tree
 // confines the job, or a suspended job resumes on its own nodes.

@@ -124,6 +124,12 @@ type PartitionConf struct {
 	PreemptMode string `yaml:"preemptMode"`
 	// Default marks the partition of jobs that name none (Default=YES).
 	Default bool `yaml:"default"`
+	// OverSubscribe: NO (default), EXCLUSIVE, YES[:N] or FORCE[:N]. A job of
+	// this partition can be suspended by preemption only with FORCE: a
+	// suspended job keeps its allocation, so its preemptor must be allowed
+	// onto the same resources (the fixture preempt-suspend shows no
+	// suspension without it).
+	OverSubscribe string `yaml:"overSubscribe"`
 }
 
 // NodeList is a list of node expressions; a scalar is one expression.

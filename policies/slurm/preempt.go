@@ -92,6 +92,11 @@ func (s *Slurm) tryPreempt(v *sim.View, p *sim.Plan, j *sim.Job, pt *partition, 
 		if !s.mayPreempt(j, r) || s.victimMode(r) <= modeOff || !s.preemptible(r, now) {
 			continue
 		}
+		if s.victimMode(r) == modeSuspend && !s.parts[s.jobs[r.Ref].part].overSub {
+			// a suspended job keeps its allocation: its preemptor needs
+			// OverSubscribe=FORCE on the victim's partition to share it
+			continue
+		}
 		on := false
 		for _, n := range r.Nodes {
 			if pt.mask[n] && ok(n) {

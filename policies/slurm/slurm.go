@@ -43,6 +43,7 @@ type partition struct {
 	defTime   sim.Duration // 0 = not set
 	mode      preemptMode
 	isDefault bool
+	overSub   bool // OverSubscribe=FORCE: its jobs can be suspended
 }
 
 type qos struct {
@@ -212,6 +213,13 @@ func New(p Params) (*Slurm, error) {
 		}
 		if pt.mode, err = parseMode(f+".preemptMode", pc.PreemptMode); err != nil {
 			errs = append(errs, err)
+		}
+		switch os, _, _ := strings.Cut(strings.ToUpper(strings.TrimSpace(pc.OverSubscribe)), ":"); os {
+		case "", "NO", "EXCLUSIVE", "YES":
+		case "FORCE":
+			pt.overSub = true
+		default:
+			bad("%s.overSubscribe: unknown %q (want NO, EXCLUSIVE, YES[:N] or FORCE[:N])", f, pc.OverSubscribe)
 		}
 		if pc.Default {
 			if s.defPart >= 0 {

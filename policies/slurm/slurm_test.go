@@ -385,7 +385,7 @@ func TestPartitionPrioPreemption(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			s := newSlurm(t, `
 partitions:
-  - {name: low, nodes: ALL, default: true}
+  - {name: low, nodes: ALL, default: true, overSubscribe: "FORCE:1"}
   - {name: high, nodes: ALL, priorityTier: 2}
 preemptType: preempt/partition_prio
 preemptMode: `+tc.mode)
@@ -733,7 +733,7 @@ func TestTopologyTree(t *testing.T) {
 func TestSuspendedDoesNotBlock(t *testing.T) {
 	s := newSlurm(t, `
 partitions:
-  - {name: low, nodes: ALL, default: true}
+  - {name: low, nodes: ALL, default: true, overSubscribe: FORCE}
   - {name: high, nodes: ALL, priorityTier: 2}
 preemptType: partition_prio
 preemptMode: SUSPEND
