@@ -379,8 +379,11 @@ func (s *Slurm) suspendWouldFit(v *sim.View, j *sim.Job, pt *partition) bool {
 // (bestFitOrder) unless params.nodeSelection is first-fit, topology/tree
 // confines the job, or a suspended job resumes on its own nodes.
 func (s *Slurm) placeSel(j *sim.Job, cand []sim.NodeID, ok func(sim.NodeID) bool, pl *placement) bool {
-	if s.nodeSel == selBestFit && s.topo == nil && !j.Suspended() {
-		cand = s.bestFitOrder(&s.ov, j, cand, ok)
+	if !place(&s.ov, j, cand, ok, pl, s.topo) {
+		return false // the job does not fit: no order will place it
 	}
-	return place(&s.ov, j, cand, ok, pl, s.topo)
+	if s.nodeSel == selBestFit && s.topo == nil && !j.Suspended() {
+		return place(&s.ov, j, s.bestFitOrder(&s.ov, j, cand, ok), ok, pl, nil)
+	}
+	return true
 }
