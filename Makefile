@@ -5,7 +5,7 @@ PKGS     ?= ./...
 # Packages whose tests the CI runs (everything; fuzz seeds run as unit tests).
 TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all build test vet staticcheck unit unit-lpsolve race bench bench-full demo fuzz clean help fmt
+.PHONY: all build test vet staticcheck unit unit-lpsolve race bench bench-full demo fuzz clean help fmt fidelity-slurm
 
 all: build
 
@@ -54,6 +54,15 @@ bench: ## quick benchmarks (small sizes)
 bench-full: ## the issue-sized benchmarks (1M jobs on 10,240 GPUs, engine and whole `gpusim run`; ~2 min)
 	$(GO) test -run '^$$' -bench 'BenchmarkRun/' -benchtime 1x -benchmem ./scenarios
 	$(GO) test -run '^$$' -bench 'BenchmarkRunCommand1M' -benchtime 3x ./internal/cli
+
+# Real Slurm as oracle (docs/fidelity.md): installs slurm-wlm and munge from
+# Debian if missing, runs a private slurmctld and slurmd per node on loopback in
+# a temporary directory for each fixture, and rewrites its recorded.csv and
+# recorded.meta. Real time: about 25 minutes for all fixtures. FIXTURES picks some.
+FIXTURES ?= $(wildcard policies/slurm/testdata/fidelity/*/)
+
+fidelity-slurm: ## record real Slurm on the fidelity fixtures (FIXTURES=dir...; ~25 min; needs root or Slurm installed)
+	scripts/fidelity-slurm.sh $(FIXTURES)
 
 demo: build ## run the embedded demo scenario (no external files) into out/demo
 	$(BIN) run --demo -o out/demo

@@ -421,11 +421,16 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 			return nil, err
 		}
 		if idleWake && !acted && e.q.Len() > 0 && e.q.top().kind == qWake && len(e.running) == 0 {
-			// drop remaining wake-ups: nothing can change
+			// drop remaining wake-ups: nothing can change, except a hold the
+			// policy placed expiring
 			if e.fail != nil {
 				e.dropWakes() // failure events still matter
 			} else {
 				e.q.h = e.q.h[:0]
+			}
+			if r := e.plan.ReleaseAt; r != Never && r > e.now {
+				e.seq++
+				e.q.push(qitem{t: r, kind: qWake, seq: e.seq})
 			}
 		}
 		if e.events >= e.nextTick {

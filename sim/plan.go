@@ -90,6 +90,10 @@ type Plan struct {
 	// WakeAt asks for another scheduling point at that time (Never = none). The
 	// engine ignores times not after now.
 	WakeAt Time
+	// ReleaseAt is when a hold the policy placed on a pending job expires
+	// (Never = none): unlike WakeAt, the engine keeps this scheduling point
+	// even when an idle one (nothing running, no arrivals left) did nothing.
+	ReleaseAt Time
 
 	nodeBuf []NodeID
 	gpuBuf  []GPUID
@@ -103,6 +107,7 @@ func (p *Plan) Reset() {
 	p.Preempts = p.Preempts[:0]
 	p.Reservations = p.Reservations[:0]
 	p.WakeAt = Never
+	p.ReleaseAt = Never
 	p.nodeBuf = p.nodeBuf[:0]
 	p.gpuBuf = p.gpuBuf[:0]
 	p.err = nil
@@ -203,6 +208,16 @@ func (p *Plan) Wait(j JobRef, r Reason) {
 func (p *Plan) Wake(t Time) {
 	if t < p.WakeAt {
 		p.WakeAt = t
+	}
+}
+
+// Release asks for a scheduling point at t, when a hold the policy placed
+// on a pending job expires (the earliest requested time wins). It is also a
+// Wake.
+func (p *Plan) Release(t Time) {
+	p.Wake(t)
+	if t < p.ReleaseAt {
+		p.ReleaseAt = t
 	}
 }
 

@@ -13,8 +13,8 @@ import (
 // the cycle covers during its whole time limit; otherwise its earliest start
 // within bf_window (on the candidate times: running jobs' ends and
 // reservations' ends) gets a whole-node reservation over its time limit with
-// the start rounded down and the end rounded up to bf_resolution
-// (backfill.c, _set_slot_time), unless bf_min_prio_reserve or
+// the start rounded down and the end rounded up to bf_resolution of the wall
+// clock (backfill.c, _set_slot_time; rounded down in 22.05), unless bf_min_prio_reserve or
 // bf_job_part_count_reserve deny it one. Jobs beyond the window get none.
 func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 	now := v.Now()
@@ -96,12 +96,13 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 				continue
 			}
 			end := t.Add(lim)
-			ok := func(n sim.NodeID) bool { return !s.bfBlocked(n, t, end) && !s.resvBlocks(j, n, t, end) }
+			s.bfProbe = bfProbe{j: j, t0: t, t1: end}
+			ok := s.bfOKFn // s.bfOK, bound once: no closure per candidate time
 			placed := false
 			if t == now && len(s.ov.list) == 0 {
 				placed = s.placeNow(c, j, pt, ok, &s.pl) // params.placement for starts now
 			} else {
-				placed = place(&s.ov, j, pt.nodes, ok, &s.pl, s.topo)
+				placed = s.placeSel(j, pt.nodes, ok, &s.pl)
 			}
 			if placed {
 				found = t
@@ -109,6 +110,29 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 			}
 		}
 		s.ov.clear()
+		if found != now && s.ptype != preemptNone && !j.Suspended() {
+			// Slurm's backfill starts a job now by preempting lower ones
+			// when its will-run test, which counts preemptable jobs' resources
+			// as free, puts its start now (_try_sched with preemptee
+			// candidates; seen in the fidelity fixture preempt-requeue).
+			s.bfProbe = bfProbe{j: j, t0: now, t1: now.Add(lim)}
+			started, err := s.tryPreempt(v, p, j, pt, s.bfOKFn)
+			if err != nil {
+				return err
+			}
+			if started {
+				continue
+			}
+			if s.suspendWouldFit(v, j, pt) {
+				// The will-run test counts jobs in SUSPEND mode as
+				// preemptable even where they cannot be suspended (no
+				// OverSubscribe=FORCE): it puts the start at now, the start
+				// fails, and the job gets no reservation (fidelity fixture
+				// preempt-suspend: h2 backfills past h1).
+				p.Wait(j.Ref, sim.ReasonNoCapacity)
+				continue
+			}
+		}
 		switch {
 		case found == now:
 			if err := p.AddStart(j.Ref, s.pl.nodes, s.pl.gpus); err != nil {
@@ -124,9 +148,10 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 			p.Wait(j.Ref, s.waitReason(j, pt, now, lim))
 		default:
 			s.partRes[info.part]++
-			// _set_slot_time: the slot starts at the start rounded down and
-			// ends at start + limit rounded up to bf_resolution.
-			rstart, rend := s.quantDown(found), s.quantUp(found.Add(lim))
+			// The slot starts at the start rounded down to bf_resolution and
+			// ends at start + limit rounded (reservationEnd: up, or down
+			// with version 22.05).
+			rstart, rend := s.quantDown(found), s.reservationEnd(found.Add(lim))
 			s.nodesTmp = s.pl.distinctNodes(s.nodesTmp)
 			for _, n := range s.nodesTmp {
 				if len(s.nodeRes[n]) == 0 {

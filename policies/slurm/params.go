@@ -69,6 +69,39 @@ type Params struct {
 	// select/cons_tres's node order. Empty (the default) keeps Slurm's. Not with
 	// topologyPlugin tree. See docs/slurm.md.
 	Placement string `yaml:"placement"`
+
+	// NodeSelection is select/cons_tres's choice of nodes for a job that
+	// starts: best-fit (the default: the tightest run of consecutive usable
+	// nodes, then the node with the fewest free CPUs, as _eval_nodes does) or
+	// first-fit (nodes in index order, gpusim's model before issue 17). See
+	// docs/fidelity.md.
+	NodeSelection string `yaml:"nodeSelection"`
+	// AccountingStorage: slurmdbd (the default) or none
+	// (AccountingStorageType=accounting_storage/none). Without accounting,
+	// Slurm 22.05 computes a job's priority once, at submission: no fair
+	// share, and no PriorityCalcPeriod recalculation, so the age factor stays
+	// 0 (sprio in the fidelity fixture priority).
+	AccountingStorage string `yaml:"accountingStorage"`
+	// GangNodes: distinct (the default: each replica of a gang on its own
+	// node, as sbatch -N replicas --ntasks-per-node=1 asks) or shared
+	// (replicas may share a node, gpusim's model before issue 17).
+	GangNodes string `yaml:"gangNodes"`
+	// RequeueDelay is how long a requeued job stays ineligible (its begin
+	// time is pushed back when it is requeued; default DefaultRequeueDelay);
+	// it then waits for the next scheduling pass.
+	RequeueDelay *policies.Dur `yaml:"requeueDelay"`
+	// ClockOffset is the wall-clock time of simulated t=0 past a whole minute
+	// (Unix time modulo 60 s): backfill rounds reservations to multiples of
+	// bf_resolution of the wall clock, not of t=0 (default 0).
+	ClockOffset *policies.Dur `yaml:"clockOffset"`
+	// ControllerUptime is how long slurmctld had been running at t=0: the
+	// periodic passes (sched_interval, bf_interval, PriorityCalcPeriod) are
+	// timed from its start (default 0).
+	ControllerUptime *policies.Dur `yaml:"controllerUptime"`
+	// Version selects Slurm behaviour that differs between releases:
+	// "latest" (default: SchedMD master) or "22.05" (Debian 12's 22.05.8).
+	// docs/fidelity.md lists each difference.
+	Version string `yaml:"version"`
 }
 
 // PartitionConf is one partition.
@@ -91,6 +124,12 @@ type PartitionConf struct {
 	PreemptMode string `yaml:"preemptMode"`
 	// Default marks the partition of jobs that name none (Default=YES).
 	Default bool `yaml:"default"`
+	// OverSubscribe: NO (default), EXCLUSIVE, YES[:N] or FORCE[:N]. A job of
+	// this partition can be suspended by preemption only with FORCE: a
+	// suspended job keeps its allocation, so its preemptor must be allowed
+	// onto the same resources (the fixture preempt-suspend shows no
+	// suspension without it).
+	OverSubscribe string `yaml:"overSubscribe"`
 }
 
 // NodeList is a list of node expressions; a scalar is one expression.
@@ -138,6 +177,11 @@ type PriorityConf struct {
 	FairTree *bool `yaml:"fairTree"`
 	// DampeningFactor is FairShareDampeningFactor of classic fair share (default 1).
 	DampeningFactor *int `yaml:"dampeningFactor"`
+	// SmallRelativeToTime is PriorityFlags=SMALL_RELATIVE_TO_TIME: the job
+	// size factor is the job's CPUs (at least its nodes' share of the
+	// cluster's CPUs) divided by its time limit in minutes and by the
+	// cluster's CPUs (default false).
+	SmallRelativeToTime bool `yaml:"smallRelativeToTime"`
 }
 
 // AccountConf is an account association with child accounts and users.
@@ -176,6 +220,7 @@ type SchedConf struct {
 	BfJobPartCountReserve *int          `yaml:"bf_job_part_count_reserve"` // 0 = all
 	BfMinPrioReserve      *int64        `yaml:"bf_min_prio_reserve"`       // 0
 	BfContinue            *bool         `yaml:"bf_continue"`               // read, not modelled
+	BatchSchedDelay       *policies.Dur `yaml:"batch_sched_delay"`         // 3s; 0 = main pass at each arrival
 }
 
 // Minutes is a duration whose plain numbers are minutes (as bf_window in
@@ -284,6 +329,11 @@ const (
 	DefaultCalcPeriod    = 5 * sim.Minute
 	DefaultHalfLife      = 7 * 24 * sim.Hour
 	maxBfWindow          = 43200 * sim.Minute
+	// DefaultRequeueDelay is the ineligible time of a requeued job:
+	// see docs/fidelity.md (measured on Slurm 22.05.8).
+	DefaultRequeueDelay = 121 * sim.Second
+	// DefaultBatchSchedDelay is SchedulerParameters batch_sched_delay.
+	DefaultBatchSchedDelay = 3 * sim.Second
 )
 
 func durOr(d *policies.Dur, def sim.Duration) sim.Duration {

@@ -12,6 +12,9 @@ type overlay struct {
 	mem     []int64        // released memory per node
 	touched []bool
 	list    []sim.NodeID
+	// distinct: the replicas of a gang go to distinct nodes (sbatch -N
+	// replicas --ntasks-per-node=1; params.gangNodes).
+	distinct bool
 }
 
 func newOverlay(c *sim.Cluster) overlay {
@@ -79,7 +82,7 @@ func (o *overlay) clear() {
 // projected releases): a placement sees only the live cluster.
 func (s *Slurm) placeNow(c *sim.Cluster, j *sim.Job, pt *partition, ok func(sim.NodeID) bool, pl *placement) bool {
 	if s.placer == nil || j.Suspended() || len(s.ov.list) > 0 {
-		return place(&s.ov, j, pt.nodes, ok, pl, s.topo)
+		return s.placeSel(j, pt.nodes, ok, pl)
 	}
 	s.xpart, s.xok = pt, ok
 	found := s.placer.Place(c, j, &s.xpl)
@@ -190,6 +193,9 @@ func hostable(o *overlay, s *sim.JobSpec, n sim.NodeID, ok func(sim.NodeID) bool
 		return 0
 	}
 	k := int64(s.Replicas)
+	if o.distinct {
+		k = 1
+	}
 	if s.CPUMilli > 0 {
 		k = min(k, o.cpuFree(n)/s.CPUMilli)
 	}

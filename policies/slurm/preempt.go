@@ -92,6 +92,11 @@ func (s *Slurm) tryPreempt(v *sim.View, p *sim.Plan, j *sim.Job, pt *partition, 
 		if !s.mayPreempt(j, r) || s.victimMode(r) <= modeOff || !s.preemptible(r, now) {
 			continue
 		}
+		if s.victimMode(r) == modeSuspend && !s.parts[s.jobs[r.Ref].part].overSub {
+			// a suspended job keeps its allocation: its preemptor needs
+			// OverSubscribe=FORCE on the victim's partition to share it
+			continue
+		}
 		on := false
 		for _, n := range r.Nodes {
 			if pt.mask[n] && ok(n) {
@@ -108,9 +113,11 @@ func (s *Slurm) tryPreempt(v *sim.View, p *sim.Plan, j *sim.Job, pt *partition, 
 	}
 	slices.SortFunc(s.cands, func(a, b *sim.Job) int {
 		if !s.youngest {
-			if c := cmp.Compare(s.victimKey(a), s.victimKey(b)); c != 0 {
-				return c
-			}
+			// Equal keys keep job_list order, the lower job id first:
+			// _find_preemptable_jobs walks job_list (ascending ids) and
+			// list_sort uses glibc qsort, a stable merge sort for short
+			// lists (fidelity fixture preempt-requeue: l1 and l2 go first).
+			return cmp.Or(cmp.Compare(s.victimKey(a), s.victimKey(b)), cmp.Compare(a.Ref, b.Ref))
 		}
 		// youngest first, then the higher job id
 		return cmp.Or(cmp.Compare(b.LastStart, a.LastStart), cmp.Compare(b.Ref, a.Ref))
@@ -147,11 +154,12 @@ func (s *Slurm) tryPreempt(v *sim.View, p *sim.Plan, j *sim.Job, pt *partition, 
 			continue
 		}
 		why := fmt.Sprintf("preempted by %s (%s)", j.Spec.ID, s.victimMode(r))
+		s.freed = true // a job end: the main scheduler runs at the next point
 		if err := p.AddPreempt(r.Ref, simMode(s.victimMode(r)), why); err != nil {
 			return false, err
 		}
 	}
-	if !place(&s.ov, j, pt.nodes, ok, &s.pl, s.topo) {
+	if !s.placeSel(j, pt.nodes, ok, &s.pl) {
 		return false, fmt.Errorf("slurm: job %s does not fit after preempting its victims (internal error)", j.Spec.ID)
 	}
 	if err := p.AddStart(j.Ref, s.pl.nodes, s.pl.gpus); err != nil {

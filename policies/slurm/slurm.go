@@ -19,7 +19,7 @@ import (
 func init() {
 	policies.Register(policies.Info{Name: "slurm",
 		Summary: "Slurm: partitions (tiers, time limits, overlapping node sets), priority/multifactor with Fair Tree or classic fair share, main scheduler with per-partition blocking, sched/backfill on time limits (bf_window, bf_resolution, bf_max_job_test, bf_job_part_count_reserve), partition_prio/qos preemption (CANCEL/REQUEUE/SUSPEND), advanced reservations.",
-		Params:  "partitions; partitionMapping; priority{weights, maxAge, calcPeriod, decayHalfLife, fairTree, favorSmall}; accounts; qos; qosMapping; schedulerParameters{sched_interval, default_queue_depth, bf_*}; enforcePartLimits; preemptType; preemptMode; preemptExemptTime; reservations; topologyPlugin (flat|tree)"},
+		Params:  "partitions; partitionMapping; priority{weights, maxAge, calcPeriod, decayHalfLife, fairTree, favorSmall, smallRelativeToTime}; accounts; qos; qosMapping; schedulerParameters{sched_interval, default_queue_depth, batch_sched_delay, bf_*}; enforcePartLimits; preemptType; preemptMode; preemptExemptTime; reservations; topologyPlugin (flat|tree); nodeSelection (best-fit|first-fit); gangNodes (distinct|shared); requeueDelay; accountingStorage; clockOffset; controllerUptime; version (latest|22.05)"},
 		func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
 			var p Params
 			if err := policies.DecodeParams(n, &p); err != nil {
@@ -43,6 +43,7 @@ type partition struct {
 	defTime   sim.Duration // 0 = not set
 	mode      preemptMode
 	isDefault bool
+	overSub   bool // OverSubscribe=FORCE: its jobs can be suspended
 }
 
 type qos struct {
@@ -71,6 +72,9 @@ type jobInfo struct {
 	prio             int64
 	acctFrom         sim.Time     // usage accounted up to here (while running)
 	usedWall         sim.Duration // run time before suspensions of the current allocation
+	eligible         sim.Time     // not in the queue before this (requeue delay)
+	held             bool         // requeued: out of the queue until a full pass at or after eligible
+	seen             bool         // its arrival has been noted for batch_sched_delay
 }
 
 // Slurm is the slurm policy. See the package documentation.
@@ -107,6 +111,29 @@ type Slurm struct {
 	minPrioReserve                             int64
 
 	warnings []string
+
+	// issue 17 (fidelity.go)
+	nodeSel      nodeSel
+	distinct     bool // params.gangNodes: distinct
+	noAcct       bool // params.accountingStorage: none
+	batchDelay   sim.Duration
+	arrivedAt    sim.Time // first arrival since the last batch pass (Never: none)
+	lastBatch    sim.Time // last main pass run for arrivals
+	batchWake    sim.Time // when the pending batch pass is due (Never: none)
+	freed        bool     // a job ended, was preempted or suspended since the last scheduling point
+	heldRelease  sim.Time // first full pass that releases a held (requeued) job
+	version      slurmVersion
+	requeueDelay sim.Duration
+	clockOff     sim.Duration // wall clock of t=0 past a whole minute
+	uptime       sim.Duration // slurmctld's run time at t=0
+	jsRelTime    bool         // PriorityFlags=SMALL_RELATIVE_TO_TIME
+	clusterCPUs  float64
+	fitNodes     []fitNode
+	fitRuns      []fitRun
+	fitOrder     []sim.NodeID
+	bfProbe      bfProbe
+	bfOKFn       func(sim.NodeID) bool // s.bfOK
+	notBlockedFn func(sim.NodeID) bool // s.notBlocked
 
 	// run state
 	inited             bool
@@ -186,6 +213,13 @@ func New(p Params) (*Slurm, error) {
 		}
 		if pt.mode, err = parseMode(f+".preemptMode", pc.PreemptMode); err != nil {
 			errs = append(errs, err)
+		}
+		switch os, _, _ := strings.Cut(strings.ToUpper(strings.TrimSpace(pc.OverSubscribe)), ":"); os {
+		case "", "NO", "EXCLUSIVE", "YES":
+		case "FORCE":
+			pt.overSub = true
+		default:
+			bad("%s.overSubscribe: unknown %q (want NO, EXCLUSIVE, YES[:N] or FORCE[:N])", f, pc.OverSubscribe)
 		}
 		if pc.Default {
 			if s.defPart >= 0 {
@@ -272,6 +306,7 @@ func New(p Params) (*Slurm, error) {
 	s.calcPeriod = durOr(pr.CalcPeriod, DefaultCalcPeriod)
 	s.half = durOr(pr.DecayHalfLife, DefaultHalfLife)
 	s.favorSmall = pr.FavorSmall
+	s.jsRelTime = pr.SmallRelativeToTime
 	if s.maxAge <= 0 {
 		bad("priority.maxAge: must be > 0")
 	}
@@ -345,6 +380,42 @@ func New(p Params) (*Slurm, error) {
 			bad("placement: %q cannot be confined to a partition's nodes (use first-fit, best-fit, spread or fgd; topologyPlugin tree is Slurm's topology-aware selection)", p.Placement)
 		}
 		s.xpl.Allow = func(n sim.NodeID) bool { return s.xpart.mask[n] && s.xok(n) }
+	}
+	if s.nodeSel, err = parseNodeSelection(p.NodeSelection); err != nil {
+		errs = append(errs, err)
+	}
+	switch strings.ToLower(strings.TrimPrefix(strings.TrimSpace(p.AccountingStorage), "accounting_storage/")) {
+	case "", "slurmdbd":
+	case "none":
+		s.noAcct = true
+		s.wFS = 0 // fair share needs the association usage slurmdbd keeps
+		s.anyWeight = s.wAge+s.wJS+s.wPart+s.wQOS > 0
+	default:
+		bad("accountingStorage: unknown %q (want slurmdbd or none)", p.AccountingStorage)
+	}
+	if s.distinct, err = parseGangNodes(p.GangNodes); err != nil {
+		errs = append(errs, err)
+	}
+	if s.version, err = parseVersion(p.Version); err != nil {
+		errs = append(errs, err)
+	}
+	s.requeueDelay = durOr(p.RequeueDelay, DefaultRequeueDelay)
+	s.batchDelay = durOr(p.SchedulerParameters.BatchSchedDelay, DefaultBatchSchedDelay)
+	if s.batchDelay < 0 {
+		bad("schedulerParameters.batch_sched_delay: must be >= 0")
+	}
+	s.arrivedAt, s.batchWake = sim.Never, sim.Never
+	s.lastBatch = -sim.Time(s.batchDelay)
+	s.clockOff = durOr(p.ClockOffset, 0)
+	s.uptime = durOr(p.ControllerUptime, 0)
+	if s.requeueDelay < 0 {
+		bad("requeueDelay: must be >= 0")
+	}
+	if s.clockOff < 0 {
+		bad("clockOffset: must be >= 0")
+	}
+	if s.uptime < 0 {
+		bad("controllerUptime: must be >= 0")
 	}
 	// preemption
 	if s.ptype, err = parsePreemptType(p.PreemptType); err != nil {
@@ -472,13 +543,19 @@ func (s *Slurm) setup(v *sim.View) error {
 	s.tree.recompute()
 	s.pendUsage = make([]float64, len(s.tree.a))
 	s.ov = newOverlay(c)
+	s.ov.distinct = s.distinct
 	s.blockedPart = make([]bool, len(s.parts))
 	s.partRes = make([]int, len(s.parts))
 	s.partTested = make([]int, len(s.parts))
 	s.userTested = map[string]int{}
 	s.blockedNode = make([]bool, nn)
 	s.nodeRes = make([][]interval, nn)
-	s.nextCalc = sim.Time(s.calcPeriod)
+	s.nextCalc = s.firstCalc()
+	s.bfOKFn = s.bfOK
+	s.notBlockedFn = s.notBlocked
+	for n := range nn {
+		s.clusterCPUs += float64(c.Node(sim.NodeID(n)).CPUMilli / 1000)
+	}
 	return nil
 }
 
@@ -598,6 +675,9 @@ func (s *Slurm) canEverFit(c *sim.Cluster, pt *partition, sp *sim.JobSpec) bool 
 			continue
 		}
 		h := int64(sp.Replicas)
+		if s.distinct {
+			h = 1
+		}
 		if g := sp.GPUsPerReplica; g > 0 && !sp.Fractional() {
 			h = min(h, int64(spec.GPUs/g))
 		}
@@ -637,6 +717,7 @@ func (s *Slurm) Observe(v *sim.View, e sim.Event) {
 	case sim.EvStart:
 		info.acctFrom = e.Time
 	case sim.EvFinish, sim.EvKill, sim.EvTimeout, sim.EvPreempt, sim.EvSuspend:
+		s.freed = true
 		if e.Time > info.acctFrom {
 			s.pendUsage[info.assoc] += gpuUnits(&j.Spec) * e.Time.Sub(info.acctFrom).Seconds()
 		}
@@ -646,6 +727,10 @@ func (s *Slurm) Observe(v *sim.View, e sim.Event) {
 			info.usedWall += e.Time.Sub(j.LastStart)
 		case sim.EvPreempt:
 			info.usedWall = 0
+			// job_mgr.c: a requeued job's begin time is pushed back; it is
+			// not eligible before it.
+			info.eligible = e.Time.Add(s.requeueDelay)
+			info.held = true
 		}
 	}
 }
@@ -659,21 +744,16 @@ func (s *Slurm) priority(v *sim.View, j *sim.Job, t sim.Time) int64 {
 	sp := &j.Spec
 	var p float64
 	if s.wAge > 0 {
-		p += s.wAge * min(1, float64(t-sp.Submit)/float64(s.maxAge))
+		// A requeued job accrues age again from its new begin time
+		// (batch_requeue_fini resets accrue_time).
+		from := max(sp.Submit, info.eligible)
+		p += s.wAge * min(1, float64(max(t-from, 0))/float64(s.maxAge))
 	}
 	if s.wFS > 0 {
 		p += s.wFS * s.tree.a[info.assoc].fs
 	}
 	if s.wJS > 0 {
-		c := v.Cluster()
-		nn, ng := float64(c.NumNodes()), float64(max(c.NumGPUs(), 1))
-		nodes := min(float64(sp.Replicas), nn)
-		gpus := min(float64(sp.TotalGPUs()), ng)
-		f := (nodes/nn + gpus/ng) / 2
-		if s.favorSmall {
-			f = ((nn-nodes)/nn + (ng-gpus)/ng) / 2
-		}
-		p += s.wJS * f
+		p += s.wJS * s.jobSizeFactor(v.Cluster(), sp, info.limit)
 	}
 	if s.wPart > 0 && s.maxJobFactor > 0 {
 		p += s.wPart * float64(s.parts[info.part].jobFactor) / float64(s.maxJobFactor)
@@ -747,27 +827,6 @@ func (s *Slurm) runLimit(j *sim.Job) sim.Duration {
 	return max(info.limit-info.usedWall, 1)
 }
 
-// quantDown rounds t down to a multiple of bf_resolution.
-func (s *Slurm) quantDown(t sim.Time) sim.Time {
-	if t == sim.Never {
-		return t
-	}
-	r := sim.Time(s.bfRes)
-	return t / r * r
-}
-
-func (s *Slurm) quantUp(t sim.Time) sim.Time {
-	if t == sim.Never {
-		return t
-	}
-	r := sim.Time(s.bfRes)
-	q := (t + r - 1) / r * r
-	if q < t { // overflow
-		return sim.Never
-	}
-	return q
-}
-
 // resvBlocks reports whether an advanced reservation keeps job j off node n for
 // a run over [t0, t1).
 func (s *Slurm) resvBlocks(j *sim.Job, n sim.NodeID, t0, t1 sim.Time) bool {
@@ -802,9 +861,28 @@ func (s *Slurm) resvAllows(r *resv, j *sim.Job) bool {
 // buildQueue sorts the pending jobs: suspended jobs first within a tier (they
 // resume as soon as they can), then higher partition PriorityTier, higher
 // priority, lower JobRef (job id).
-func (s *Slurm) buildQueue(v *sim.View) {
+func (s *Slurm) buildQueue(v *sim.View, full bool) {
 	s.queue = s.queue[:0]
+	s.heldRelease = sim.Never
+	now := v.Now()
 	for j := v.PendingHead(); j != nil; j = v.NextPending(j) {
+		info := &s.jobs[j.Ref]
+		if !info.seen {
+			// a new submission (the engine reports arrivals to Observe only
+			// after this scheduling point)
+			info.seen = true
+			s.arrivedAt = min(s.arrivedAt, j.Spec.Submit)
+		}
+		if info.held {
+			// A requeued job waits for its begin time (reason BeginTime),
+			// then for the next full main-scheduler pass, which makes it
+			// eligible again (fidelity fixture preempt-requeue).
+			if !full || info.eligible > now {
+				s.heldRelease = min(s.heldRelease, s.ceilTick(max(info.eligible, now+1), s.schedInterval))
+				continue
+			}
+			info.held = false
+		}
 		s.queue = append(s.queue, j)
 	}
 	slices.SortFunc(s.queue, func(a, b *sim.Job) int {
@@ -836,34 +914,44 @@ func (s *Slurm) Schedule(v *sim.View, p *sim.Plan) error {
 		return err
 	}
 	now := v.Now()
-	if s.anyWeight {
+	if s.anyWeight && !s.noAcct {
 		s.calc(v)
 	}
 	wakeLimit, err := s.enforceLimits(v, p)
 	if err != nil {
 		return err
 	}
-	s.buildQueue(v)
 	// The periodic passes run on their own clocks (multiples of sched_interval and
-	// bf_interval from the start); a grid time at which nothing was pending needs
-	// no call since its pass would have done nothing.
-	full := now%sim.Time(s.schedInterval) == 0
-	s.nextFull = nextGrid(now, s.schedInterval)
-	if err := s.mainPass(v, p, full); err != nil {
-		return err
+	// bf_interval from slurmctld's start); a grid time at which nothing was
+	// pending needs no call since its pass would have done nothing.
+	full := s.onTick(now, s.schedInterval)
+	s.buildQueue(v, full)
+	s.nextFull = s.nextTick(now, s.schedInterval)
+	if s.mainDue(now, full) {
+		if err := s.mainPass(v, p, full); err != nil {
+			return err
+		}
 	}
-	s.nextBF = nextGrid(now, s.bfInterval)
-	if now%sim.Time(s.bfInterval) == 0 {
+	s.nextBF = s.nextTick(now, s.bfInterval)
+	if s.onTick(now, s.bfInterval) {
 		if err := s.backfill(v, p); err != nil {
 			return err
 		}
 	}
 	if v.PendingCount() > 0 {
 		w := min(s.nextFull, s.nextBF)
-		if s.anyWeight {
+		if s.anyWeight && !s.noAcct {
 			w = min(w, s.nextCalc)
 		}
-		p.Wake(w)
+		p.Wake(min(w, s.batchWake))
+		if s.heldRelease != sim.Never {
+			p.Release(s.heldRelease)
+		}
+		if b := s.nextResvBoundary(now); b != sim.Never {
+			// an advanced reservation starting or ending changes what can
+			// start even on an idle cluster
+			p.Release(b)
+		}
 	}
 	if wakeLimit != sim.Never {
 		p.Wake(wakeLimit)
@@ -898,6 +986,7 @@ func (s *Slurm) enforceLimits(v *sim.View, p *sim.Plan) (sim.Time, error) {
 		if err := p.AddPreempt(r.Ref, sim.PreemptKill, "TimeLimit (partition default time)"); err != nil {
 			return next, err
 		}
+		s.freed = true // the engine reports the kill after the next scheduling point
 	}
 	return next, nil
 }
@@ -942,6 +1031,13 @@ func (s *Slurm) mainPass(v *sim.View, p *sim.Plan, full bool) error {
 			if started {
 				continue
 			}
+		}
+		if s.resvOnly(now, j, pt) {
+			// Only advanced reservations keep it off: Slurm's reason is
+			// ReqNodeNotAvail (reserved), which does not fail the partition
+			// (fidelity fixture reservation).
+			p.Wait(j.Ref, sim.ReasonReservation)
+			continue
 		}
 		p.Wait(j.Ref, sim.ReasonNoCapacity) // Resources
 		if info.prio < s.minPrioReserve {

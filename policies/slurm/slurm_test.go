@@ -366,8 +366,10 @@ func preemptNodes() []sim.NodeSpec {
 
 // partition_prio preemption on two 8-GPU nodes: F fills n0, L runs on n1 from 0
 // (limit 2000, 1000 s of work). H in the higher-tier partition arrives at 50
-// and preempts L (equal tier and size: the youngest, higher job id, goes first).
-// REQUEUE: L restarts from scratch at 150 (ends 1150). CANCEL: L is killed.
+// and preempts L (F runs in the high tier, so L is the only candidate).
+// REQUEUE: L is not eligible before 50 + requeueDelay (121 s) = 171, and is
+// picked up by the next backfill cycle, at 180; it restarts from scratch there
+// (ends 1180). CANCEL: L is killed.
 // SUSPEND: L keeps its 600 MiB on n1 while H runs (free memory 100), keeps its
 // 50 s of work and resumes on n1 at 150, ending at 1100.
 func TestPartitionPrioPreemption(t *testing.T) {
@@ -376,14 +378,14 @@ func TestPartitionPrioPreemption(t *testing.T) {
 		state sim.JobState
 		end   float64
 	}{
-		{"REQUEUE", sim.StateCompleted, 1150},
+		{"REQUEUE", sim.StateCompleted, 1180},
 		{"CANCEL", sim.StateKilled, 50},
 		{"SUSPEND", sim.StateCompleted, 1100},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			s := newSlurm(t, `
 partitions:
-  - {name: low, nodes: ALL, default: true}
+  - {name: low, nodes: ALL, default: true, overSubscribe: "FORCE:1"}
   - {name: high, nodes: ALL, priorityTier: 2}
 preemptType: preempt/partition_prio
 preemptMode: `+tc.mode)
@@ -401,7 +403,7 @@ preemptMode: `+tc.mode)
 			l.MemoryMiB = 600
 			h := MakeJob("H").GPUs(8).Dur(100).Wall(100).At(50).Queue("high").Obj()
 			h.MemoryMiB = 300
-			res := Run(t, preemptNodes(), pr, MakeJob("F").GPUs(8).Dur(5000).Wall(5000).Obj(), l, h)
+			res := Run(t, preemptNodes(), pr, MakeJob("F").GPUs(8).Dur(5000).Wall(5000).Queue("high").Obj(), l, h)
 			wantStarts(t, res, map[string]float64{"F": 0, "L": 0, "H": 50})
 			lj := job(res, "L")
 			if lj.State != tc.state || lj.End.Seconds() != tc.end || lj.Preempted != 1 {
@@ -460,8 +462,10 @@ preemptMode: REQUEUE
 // Advanced reservation on n1 from 100 to 480 for alice; n0 is busy. b1 (limit 50)
 // ends before the window and starts at 0; b2 (limit 100, at 60) would overlap
 // it and waits until the reservation ends at 480; alice's a1 uses the reserved
-// node at 90 (backfill, its limit ends before b2's reservation at 480). Alice is
-// allowed by name, through her account labA, or through labA's parent org.
+// node at 90 (backfill, its limit ends before b2's reservation at 480; in the
+// main pass b2 blocks the partition, as a clash with a window that has not
+// started reads as busy nodes). Alice is allowed by name, through her account
+// labA, or through labA's parent org.
 func TestReservationWindow(t *testing.T) {
 	for _, who := range []string{"users: [alice]", "accounts: [labA]", "accounts: [org]"} {
 		t.Run(who, func(t *testing.T) {
@@ -524,6 +528,11 @@ func TestConfigErrors(t *testing.T) {
 		{`accounts: [{name: a}, {name: a}]`, `account "a" defined twice`},
 		{`qos: [{name: x}, {name: normal}, {name: normal}]`, `qos[2].name: QOS "normal" defined twice`},
 		{`qos: [{name: x, preempt: [y]}]`, `qos[0].preempt: unknown QOS "y"`},
+		{`nodeSelection: worst-fit`, `nodeSelection: unknown "worst-fit"`},
+		{`gangNodes: some`, `gangNodes: unknown "some"`},
+		{`accountingStorage: mysql`, `accountingStorage: unknown "mysql"`},
+		{`version: "21.08"`, `version: unknown Slurm version "21.08"`},
+		{`clockOffset: lots`, `clockOffset`},
 	} {
 		var n yaml.Node
 		if err := yaml.Unmarshal([]byte(tc.params), &n); err != nil {
@@ -573,10 +582,11 @@ func durSec(s float64) policies.Dur { return policies.Dur(sim.Seconds(s)) }
 // non-zero one. A filler holds every GPU so x and y stay pending.
 //
 //	x (p1, normal, 1x8 GPUs, submitted 0) at the step at 300:
-//	  1000*0.3 + 100*(1/2+8/16)/2 + 1000*1/4 + 0 = 300 + 50 + 250 = 600
-//	y (p2, hi, 2x8, submitted 100) at arrival (age 0): 0 + 100 + 1000 + 500 = 1600,
-//	  at 300: 200 + 100 + 1000 + 500 = 1800
-//	x at 100 still has its value from the step at 60: 60 + 50 + 250 = 360.
+//	  1000*0.3 + 100*(1/2+1/2096)/2 + 1000*1/4 + 0 = 300 + 25.02 + 250 -> 575
+//	  (job size counts CPUs: one per task, of 2 x 1048 in the cluster)
+//	y (p2, hi, 2x8, submitted 100) at arrival (age 0): 0 + 50.05 + 1000 + 500 -> 1550,
+//	  at 300: 200 + 50.05 + 1000 + 500 -> 1750
+//	x at 100 still has its value from the step at 60: 60 + 25.02 + 250 -> 335.
 func TestPriorityFactors(t *testing.T) {
 	s := newSlurm(t, `
 partitions:
@@ -602,7 +612,7 @@ qosMapping: {serving: hi}
 		at   float64
 		ref  int
 		want int64
-	}{{300, 1, 600}, {100, 2, 1600}, {300, 2, 1800}, {100, 1, 360}} {
+	}{{300, 1, 575}, {100, 2, 1550}, {300, 2, 1750}, {100, 1, 335}} {
 		if g := got[[2]float64{c.at, float64(c.ref)}]; g != c.want {
 			t.Errorf("job ref %d at %v: priority %d, want %d", c.ref, c.at, g, c.want)
 		}
@@ -650,13 +660,14 @@ preemptParameters: {youngestFirst: `+map[bool]string{false: "false", true: "true
 // Overlapping partitions: when "wide" (all nodes) blocks, its nodes leave the
 // candidate set, so a later job of "narrow" (n1 only, overlapping) waits for
 // backfill although n1 has room; a job of "other" (n2, not in wide) does not.
+// (batch_sched_delay 0: the main scheduler runs at each arrival.)
 func TestOverlappingPartitionsBlock(t *testing.T) {
 	s := newSlurm(t, `
 partitions:
   - {name: wide, nodes: "0-1", default: true}
   - {name: narrow, nodes: "1"}
   - {name: other, nodes: "2"}
-schedulerParameters: {bf_resolution: 10}
+schedulerParameters: {bf_resolution: 10, batch_sched_delay: 0}
 `)
 	res := Run(t, Nodes(3, 8), s,
 		MakeJob("a.r0").GPUs(8).Dur(1000).Wall(1000).Obj(),
@@ -688,7 +699,8 @@ func TestTopologyTree(t *testing.T) {
 	jobs = append(jobs,
 		MakeJob("b.single").GPUs(8).Dur(100).Wall(100).At(20).Obj(),
 		MakeJob("c.gang").GPUs(8).Replicas(2).Dur(100).Wall(100).At(20).Obj())
-	flat := Run(t, Nodes(8, 8), newSlurm(t, ``), jobs...)
+	flat := Run(t, Nodes(8, 8), newSlurm(t, `nodeSelection: first-fit`), jobs...)
+	best := Run(t, Nodes(8, 8), newSlurm(t, ``), jobs...)
 	tree := Run(t, Nodes(8, 8), newSlurm(t, `topologyPlugin: topology/tree`), jobs...)
 	if got := nodesOf(flat, "b.single"); len(got) != 1 || got[0] != 2 {
 		t.Errorf("flat: single on %v, want [2]\n%s", got, Schedule(flat))
@@ -702,23 +714,33 @@ func TestTopologyTree(t *testing.T) {
 	if got := nodesOf(flat, "c.gang"); len(got) != 2 || got[0] != 3 || got[1] != 7 {
 		t.Errorf("flat: gang on %v, want [3 7] (spanning leaves)", got)
 	}
+	// select/cons_tres best fit without a topology plugin: the free nodes form
+	// the runs [2 3] and [7]; the single job takes the tightest run, [7], and
+	// the gang the only run that holds it, [2 3].
+	if got := nodesOf(best, "b.single"); len(got) != 1 || got[0] != 7 {
+		t.Errorf("best-fit: single on %v, want [7]\n%s", got, Schedule(best))
+	}
+	if got := nodesOf(best, "c.gang"); len(got) != 2 || got[0] != 2 || got[1] != 3 {
+		t.Errorf("best-fit: gang on %v, want [2 3]", got)
+	}
 }
 
 // A suspended job that cannot resume yet does not block its partition (it is not
-// in Slurm's pending queue): H suspends L on n1 at 50; when G frees n2 at 100 the
+// in Slurm's pending queue): H suspends L on n1 at 50 (F and G run in the high
+// tier, out of its reach); when G frees n2 at 100 the
 // main scheduler starts Q there at once (not at the next backfill cycle, 120),
 // and L resumes on n1 when H ends at 150.
 func TestSuspendedDoesNotBlock(t *testing.T) {
 	s := newSlurm(t, `
 partitions:
-  - {name: low, nodes: ALL, default: true}
+  - {name: low, nodes: ALL, default: true, overSubscribe: FORCE}
   - {name: high, nodes: ALL, priorityTier: 2}
 preemptType: partition_prio
 preemptMode: SUSPEND
 `)
 	res := Run(t, Nodes(3, 8), s,
-		MakeJob("F").GPUs(8).Dur(5000).Wall(5000).Obj(),
-		MakeJob("G").GPUs(8).Dur(100).Wall(100).Obj(),
+		MakeJob("F").GPUs(8).Dur(5000).Wall(5000).Queue("high").Obj(),
+		MakeJob("G").GPUs(8).Dur(100).Wall(100).Queue("high").Obj(),
 		MakeJob("L").GPUs(8).Dur(1000).Wall(2000).Obj(),
 		MakeJob("H").GPUs(8).Dur(100).Wall(100).At(50).Queue("high").Obj(),
 		MakeJob("Q").GPUs(8).Dur(50).Wall(50).At(60).Obj())
@@ -799,22 +821,26 @@ preemptMode: REQUEUE`, sim.ClassServing, 1000},
 // bf_min_prio_reserve also applies to the main scheduler (SchedMD/slurm
 // job_scheduler.c _schedule: fail_by_part = false when the job's priority is
 // below it): a job below the threshold that cannot start does not block its
-// partition. One 8-GPU node, job-size weight 1000: r (6 GPUs) runs; p (4 GPUs,
-// priority (1+4/8)/2*1000 = 750) cannot start; q (2 GPUs, priority 625)
-// arrives at 1. With bf_min_prio_reserve 800 p does not block and q starts at
+// partition. One 8-GPU node (1048 CPUs), job-size weight 1000: r (6 GPUs)
+// runs from 0; p (4 GPUs, 524 CPUs, priority (1+524/1048)/2*1000 = 750),
+// arriving at 0.5, cannot start; q (2 GPUs, 262 CPUs, priority 625) arrives
+// at 1. With bf_min_prio_reserve 800 p does not block and q starts at
 // once in the main pass at 1; without it p blocks the partition and q waits
-// for the backfill cycle at 30.
+// for the backfill cycle at 30. (batch_sched_delay 0: the main scheduler runs
+// at each arrival.)
 func TestMinPrioReserveDoesNotBlock(t *testing.T) {
 	jobs := []sim.JobSpec{
 		MakeJob("r").GPUs(6).Dur(1000).Wall(1000).Obj(),
-		MakeJob("p").GPUs(4).Dur(100).Wall(100).Obj(),
-		MakeJob("q").GPUs(2).Dur(100).Wall(100).At(1).Obj(),
+		MakeJob("p").GPUs(4).CPU(524000).Dur(100).Wall(100).At(0.5).Obj(),
+		MakeJob("q").GPUs(2).CPU(262000).Dur(100).Wall(100).At(1).Obj(),
 	}
 	low := Run(t, Nodes(1, 8), newSlurm(t, `
 priority: {weights: {jobSize: 1000}}
-schedulerParameters: {bf_min_prio_reserve: 800}`), jobs...)
+schedulerParameters: {bf_min_prio_reserve: 800, batch_sched_delay: 0}`), jobs...)
 	wantStarts(t, low, map[string]float64{"r": 0, "q": 1, "p": 1000})
-	def := Run(t, Nodes(1, 8), newSlurm(t, `priority: {weights: {jobSize: 1000}}`), jobs...)
+	def := Run(t, Nodes(1, 8), newSlurm(t, `
+priority: {weights: {jobSize: 1000}}
+schedulerParameters: {batch_sched_delay: 0}`), jobs...)
 	wantStarts(t, def, map[string]float64{"r": 0, "q": 30, "p": 1000})
 }
 
@@ -833,7 +859,7 @@ func TestPlacementParam(t *testing.T) {
 		MakeJob("j3").GPUs(8).Dur(10).Wall(10).At(2).Queue("a").Obj(),
 	}
 	for placement, want := range map[string]float64{"": 2, "best-fit": 2, "spread": 100, "fgd": 2} {
-		params := `partitions: [{name: a, nodes: "n[1-2]", default: true}]`
+		params := "partitions: [{name: a, nodes: \"n[1-2]\", default: true}]\nschedulerParameters: {batch_sched_delay: 0}"
 		if placement != "" {
 			params += "\nplacement: " + placement
 		}
