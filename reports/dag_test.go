@@ -65,8 +65,8 @@ func TestDAGOutputs(t *testing.T) {
 		"c1,c1,pre,,0,0,completed,10,10,0\n" +
 		"c2,c1,train,c1,0,10,completed,10,20,50\n" +
 		"c3,c1,eval,c2,0,30,completed,15,5,200\n" +
-		"x,x,,,100,100,timeout,13,,\n" // mean of the five completed runs +
-	"y,x,,x,100,,cancelled,,,\n"
+		"x,x,,,100,100,timeout,13,,\n" + // mean of the five completed runs
+		"y,x,,x,100,,cancelled,,,\n"
 	if b.String() != want {
 		t.Errorf("dag_jobs.csv:\n%s\nwant:\n%s", b.String(), want)
 	}
