@@ -21,19 +21,24 @@ const (
 	WorkflowsFile = "workflows.csv"
 )
 
-// DAGJobColumns are dag_jobs.csv's columns (one row per job, in JobRef order).
+// DAG outputs cover the jobs of workflows: weakly connected components of
+// the dependency graph with at least two jobs. Jobs with no dependency either
+// way are left out (they are in jobs.csv as usual).
+
+// DAGJobColumns are dag_jobs.csv's columns (one row per workflow job, in
+// JobRef order).
 var DAGJobColumns = []string{"job_id", "workflow", "job_name", "deps", "trace_submit_s", "released_s",
 	"state", "predicted_s", "actual_s", "abs_pct_error"}
 
-// WorkflowColumns are workflows.csv's columns (one row per workflow: a weakly
-// connected component of the dependency graph, named by its first job).
+// WorkflowColumns are workflows.csv's columns (one row per workflow, named by
+// its first job without predecessors in (submit, ID) order).
 var WorkflowColumns = []string{"workflow", "jobs", "completed", "cancelled", "submit_s", "end_s",
 	"makespan_s", "critical_path_s", "stretch"}
 
 // DAGSummary is summary.json's "dag" block.
 type DAGSummary struct {
-	// Workflows counts workflows (jobs without dependencies are one-job
-	// workflows); WorkflowsCompleted those whose every job completed.
+	// Workflows counts workflows (components of >= 2 jobs);
+	// WorkflowsCompleted those whose every job completed.
 	Workflows          int `json:"workflows"`
 	WorkflowsCompleted int `json:"workflows_completed"`
 	// JobsCancelled counts jobs cancelled because a predecessor failed.
@@ -45,8 +50,8 @@ type DAGSummary struct {
 	CriticalPathS Stats `json:"critical_path_s"`
 	Stretch       Stats `json:"stretch"`
 	// PredictionMAPE is the mean of |predicted − actual| / actual over
-	// completed jobs (actual = end − first start), in percent; PredictedJobs
-	// how many jobs it covers.
+	// completed workflow jobs (actual = end − first start), in percent;
+	// PredictedJobs how many jobs it covers.
 	PredictionMAPE float64 `json:"prediction_mape_pct"`
 	PredictedJobs  int     `json:"predicted_jobs"`
 }
@@ -59,8 +64,9 @@ type dagWorkflow struct {
 	cp                         sim.Duration
 }
 
-// dagWorkflows aggregates res.DAG per workflow, in order of their first job.
-func dagWorkflows(res *sim.Result) []dagWorkflow {
+// dagWorkflows aggregates res.DAG per workflow (>= 2 jobs), in order of their
+// first job; inWF marks the jobs of those workflows.
+func dagWorkflows(res *sim.Result) (out []dagWorkflow, inWF []bool) {
 	d := res.DAG
 	n := len(res.Jobs)
 	cp := make([]sim.Duration, n)
@@ -72,7 +78,6 @@ func dagWorkflows(res *sim.Result) []dagWorkflow {
 		cp[r] = m + res.Jobs[r].Spec.Duration
 	}
 	idx := make(map[sim.JobRef]int)
-	var out []dagWorkflow
 	for r := 0; r < n; r++ {
 		w := d.Workflow[r]
 		k, ok := idx[w]
@@ -96,7 +101,17 @@ func dagWorkflows(res *sim.Result) []dagWorkflow {
 		}
 		f.cp = max(f.cp, cp[r])
 	}
-	return out
+	inWF = make([]bool, n)
+	for r := 0; r < n; r++ {
+		inWF[r] = out[idx[d.Workflow[r]]].jobs >= 2
+	}
+	multi := out[:0]
+	for _, f := range out {
+		if f.jobs >= 2 {
+			multi = append(multi, f)
+		}
+	}
+	return multi, inWF
 }
 
 // dagActual is a completed job's run time (end − first start) and whether it
@@ -116,7 +131,8 @@ func summarizeDAG(res *sim.Result, s *Summary) {
 	}
 	ds := &DAGSummary{}
 	var mk, cps, st []float64
-	for _, w := range dagWorkflows(res) {
+	wfs, inWF := dagWorkflows(res)
+	for _, w := range wfs {
 		ds.Workflows++
 		ds.JobsCancelled += w.cancelled
 		if w.completed == w.jobs {
@@ -132,7 +148,7 @@ func summarizeDAG(res *sim.Result, s *Summary) {
 	ds.MakespanS, ds.CriticalPathS, ds.Stretch = ComputeStats(mk), ComputeStats(cps), ComputeStats(st)
 	var sum float64
 	for r := range res.Jobs {
-		if a, ok := dagActual(res, r); ok && a > 0 {
+		if a, ok := dagActual(res, r); ok && a > 0 && inWF[r] {
 			sum += math.Abs(d.Predicted[r].Seconds()-a) / a
 			ds.PredictedJobs++
 		}
@@ -151,7 +167,11 @@ func WriteDAGJobsCSV(w io.Writer, res *sim.Result) error {
 	bw := bufio.NewWriter(w)
 	b := appendHeader(nil, DAGJobColumns)
 	var deps []string
+	_, inWF := dagWorkflows(res)
 	for r := range res.Jobs {
+		if !inWF[r] {
+			continue
+		}
 		j := &res.Jobs[r]
 		b = csvutil.AppendField(b, string(j.Spec.ID))
 		b = csvutil.AppendField(append(b, ','), string(res.Jobs[d.Workflow[r]].Spec.ID))
@@ -207,7 +227,8 @@ func WriteDAGJobsCSV(w io.Writer, res *sim.Result) error {
 func WriteWorkflowsCSV(w io.Writer, res *sim.Result) error {
 	bw := bufio.NewWriter(w)
 	b := appendHeader(nil, WorkflowColumns)
-	for _, f := range dagWorkflows(res) {
+	wfs, _ := dagWorkflows(res)
+	for _, f := range wfs {
 		b = csvutil.AppendField(b, string(res.Jobs[f.root].Spec.ID))
 		for _, x := range [...]int{f.jobs, f.completed, f.cancelled} {
 			b = strconv.AppendInt(append(b, ','), int64(x), 10)

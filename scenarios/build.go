@@ -109,6 +109,7 @@ func (s *Scenario) Jobs(c *sim.Cluster) ([]sim.JobSpec, *traces.ImportReport, er
 			return nil, nil, s.fieldErr(path, err)
 		}
 	}
+	jobs = s.applyWorkflows(jobs)
 	if len(jobs) == 0 {
 		return nil, rep, s.fieldErr(path, fmt.Errorf("the workload has no jobs"))
 	}

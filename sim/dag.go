@@ -42,7 +42,8 @@ type DAGStats struct {
 	// Cancelled marks jobs cancelled because a predecessor failed.
 	Cancelled []bool
 	// Workflow is the workflow (weakly connected component of the dependency
-	// graph) of each job, named by its lowest JobRef.
+	// graph) of each job, named by its first job without predecessors in
+	// JobRef order.
 	Workflow []JobRef
 	// Preds lists each job's predecessors (Preds[PredOff[r]:PredOff[r+1]]).
 	PredOff []int32
@@ -179,9 +180,20 @@ func (e *Engine) initDAG() error {
 			}
 		}
 	}
+	// Name each workflow by its first source (a job without predecessors) in
+	// Ref order: the first stage of the pipeline.
+	name := make([]JobRef, n)
+	for i := range name {
+		name[i] = -1
+	}
+	for i := 0; i < n; i++ {
+		if c := find(JobRef(i)); name[c] < 0 && st.PredOff[i+1] == st.PredOff[i] {
+			name[c] = JobRef(i)
+		}
+	}
 	st.Workflow = make([]JobRef, n)
 	for i := range st.Workflow {
-		st.Workflow[i] = find(JobRef(i))
+		st.Workflow[i] = name[find(JobRef(i))]
 	}
 	st.TraceSubmit = make([]Time, n)
 	st.Released = make([]Time, n)

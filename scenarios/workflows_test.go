@@ -1,0 +1,80 @@
+package scenarios
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/gpusim/gpusim/sim"
+)
+
+const wfDoc = `apiVersion: gpusim/v1alpha1
+kind: Scenario
+name: wf
+cluster:
+  pools:
+    - {name: p, template: dgx-h100, nodes: 1}
+workload:
+  synthetic: {jobs: 5, load: 0.3}
+workflows:
+  - name: pipe
+    count: 3
+    interarrival: 1h
+    users: [ana, ben]
+    stages:
+      - {name: pre, gpus: 1, duration: 10m}
+      - {name: train, gpus: 8, duration: 1h, sigma: 0.5, deps: [pre]}
+      - {name: eval, gpus: 1, duration: 5m, deps: [train, pre]}
+policies:
+  - name: dag-critical-path
+`
+
+// The workflows: block expands the template per arrival: IDs, users, deps;
+// and the run releases each stage after its predecessors.
+func TestWorkflowsExpand(t *testing.T) {
+	sc, err := Parse([]byte(wfDoc), "wf.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := Run(context.Background(), sc, RunOptions{NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := runs[0].Result
+	byID := map[sim.JobID]*sim.Job{}
+	for i := range res.Jobs {
+		byID[res.Jobs[i].Spec.ID] = &res.Jobs[i]
+	}
+	for k, user := range []string{"ana", "ben", "ana"} {
+		pre, train, eval := byID[sim.JobID("pipe-"+string(rune('0'+k))+"/pre")], byID[sim.JobID("pipe-"+string(rune('0'+k))+"/train")], byID[sim.JobID("pipe-"+string(rune('0'+k))+"/eval")]
+		if pre == nil || train == nil || eval == nil {
+			t.Fatalf("instance %d missing", k)
+		}
+		if pre.Spec.User != user || train.Spec.DAG.Name != "train" || len(eval.Spec.DAG.Deps) != 2 {
+			t.Errorf("instance %d: user %q, train %+v, eval %+v", k, pre.Spec.User, train.Spec.DAG, eval.Spec.DAG)
+		}
+		if train.FirstStart < pre.End || eval.FirstStart < train.End || pre.State != sim.StateCompleted || eval.State != sim.StateCompleted {
+			t.Errorf("instance %d: pre %v-%v train %v-%v eval %v", k, pre.FirstStart, pre.End, train.FirstStart, train.End, eval.FirstStart)
+		}
+	}
+	if s := runs[0].Summary.DAG; s == nil || s.Workflows != 3 || s.WorkflowsCompleted != 3 {
+		t.Errorf("dag summary %+v", s)
+	}
+}
+
+// Bad workflows give file:line: field errors.
+func TestWorkflowsErrors(t *testing.T) {
+	for _, c := range []struct{ from, to, want string }{
+		{"deps: [pre]}", "deps: [nope]}", "wf.yaml:16: workflows[0].stages[1].deps[0]: unknown stage \"nope\""},
+		{"{name: pre, gpus: 1, duration: 10m}", "{name: pre, gpus: 1, duration: 10m, deps: [eval]}", "wf.yaml:14: workflows[0].stages: dependency cycle: pre -> eval -> train -> pre"},
+		{"count: 3", "count: 0", "wf.yaml:11: workflows[0].count: must be in 1.."},
+		{"duration: 5m,", "duration: 0s,", "wf.yaml:17: workflows[0].stages[2].duration: must be > 0"},
+		{"sigma: 0.5", "sigma: -1", "wf.yaml:16: workflows[0].stages[1].sigma: must be in [0, 5]"},
+		{"name: pipe", "name: a/b", "wf.yaml:10: workflows[0].name: must be a non-empty name"},
+	} {
+		_, err := Parse([]byte(strings.Replace(wfDoc, c.from, c.to, 1)), "wf.yaml", nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s -> %s: error %v, want %q", c.from, c.to, err, c.want)
+		}
+	}
+}
