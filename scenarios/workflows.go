@@ -198,3 +198,27 @@ func (s *Scenario) applyWorkflows(jobs []sim.JobSpec) []sim.JobSpec {
 	traces.SortJobs(jobs)
 	return jobs
 }
+
+// checkDeps reports the first job (in order) whose dependency names no job of
+// the workload: a trace's filter, window or limit may have dropped it.
+func checkDeps(jobs []sim.JobSpec) error {
+	var ids map[sim.JobID]struct{}
+	for i := range jobs {
+		d := jobs[i].DAG
+		if d == nil || len(d.Deps) == 0 {
+			continue
+		}
+		if ids == nil {
+			ids = make(map[sim.JobID]struct{}, len(jobs))
+			for k := range jobs {
+				ids[jobs[k].ID] = struct{}{}
+			}
+		}
+		for _, dep := range d.Deps {
+			if _, ok := ids[dep]; !ok {
+				return fmt.Errorf("job %q: deps: unknown job %q (not in the workload: removed by the filter, window or limit?)", jobs[i].ID, dep)
+			}
+		}
+	}
+	return nil
+}

@@ -2,6 +2,9 @@ package scenarios
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -75,6 +78,32 @@ func TestWorkflowsErrors(t *testing.T) {
 		_, err := Parse([]byte(strings.Replace(wfDoc, c.from, c.to, 1)), "wf.yaml", nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s -> %s: error %v, want %q", c.from, c.to, err, c.want)
+		}
+	}
+}
+
+// A trace filter that drops a predecessor is a workload error (exit code 2),
+// and a trace's cycle is reported at its file and line.
+func TestTraceDepsErrors(t *testing.T) {
+	d := t.TempDir()
+	os.WriteFile(filepath.Join(d, "t.csv"), []byte("id,submit_s,gpus,duration_s,deps,user\na,0,1,10,,y\nb,100,1,10,a,x\n"), 0o644)
+	os.WriteFile(filepath.Join(d, "c.csv"), []byte("id,submit_s,gpus,duration_s,deps\na,0,1,10,b\nb,100,1,10,a\n"), 0o644)
+	doc := func(trace string) string {
+		return "apiVersion: gpusim/v1alpha1\nkind: Scenario\nname: e\ncluster:\n  pools:\n    - {name: p, template: dgx-h100, nodes: 1}\n" +
+			"workload:\n  trace: " + trace + "\npolicies:\n  - name: fifo\n"
+	}
+	for _, c := range []struct{ trace, want string }{
+		{"{format: native, path: t.csv, filter: {users: [x]}}", `s.yaml:8: workload.trace: job "b": deps: unknown job "a"`},
+		{"{format: native, path: c.csv}", "s.yaml:8: workload.trace: " + filepath.Join(d, "c.csv") + ":2: column deps: dependency cycle: a -> b -> a"},
+	} {
+		sc, err := Parse([]byte(doc(c.trace)), filepath.Join(d, "s.yaml"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Run(context.Background(), sc, RunOptions{NoLog: true})
+		var se *Error
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &se) {
+			t.Errorf("error %v (%T), want a scenario error containing %q", err, err, c.want)
 		}
 	}
 }
