@@ -108,3 +108,62 @@ func same(a, b map[string]float64) bool {
 	}
 	return true
 }
+
+func userOf(s sim.JobSpec, u string) sim.JobSpec { s.User = u; return s }
+
+// Pre-warming by hand, on 1 node of 4 GPUs: p (1 GPU, 10 s) -> s (4 GPUs,
+// 20 s) at 0, b (2 GPUs, 15 s) at 5. Without a hold b starts at 5, s finds
+// 2 free GPUs when p ends at 10 and waits for b: s 20-40. With prewarm
+// (horizon 60 s) s holds 4 GPUs from 0 (p predicted to end at 10, within the
+// horizon); at 5 b (rank 15 < s's 20, predicted end 20 after s's release at
+// 10) would leave 1 free GPU: it waits. At 10 s is released and starts (ties
+// with b at rank 10 after p's history; s was submitted first): s 10-30,
+// b 30-45.
+func TestPrewarmHolds(t *testing.T) {
+	jobs := []sim.JobSpec{
+		dep(MakeJob("p").GPUs(1).Dur(10).Obj()),
+		dep(MakeJob("s").GPUs(4).Dur(20).Obj(), "p"),
+		MakeJob("b").GPUs(2).Dur(15).At(5).Obj(),
+	}
+	off, _ := New(Params{})
+	if st := Starts(Run(t, Nodes(1, 4), off, jobs...)); st["b"] != 5 || st["s"] != 20 {
+		t.Errorf("no prewarm: b %v s %v, want 5 20", st["b"], st["s"])
+	}
+	on, err := New(Params{Prewarm: &Prewarm{Horizon: policies.Dur(60 * sim.Second), Decay: policies.Dur(20 * sim.Second)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := Run(t, Nodes(1, 4), on, jobs...)
+	if st := Starts(res); st["s"] != 10 || st["b"] != 30 {
+		t.Errorf("prewarm: s %v b %v, want 10 30\n%s", st["s"], st["b"], Schedule(res))
+	}
+}
+
+// A wrong forecast decays. Users u (q 5 s) and v (q2 2 s) finish first; p
+// (u, true 50 s) is predicted 5 s from u's history: predicted end 10. s (4
+// GPUs, rank 5) holds 4 GPUs; b (v, 2 GPUs, predicted 2 s: rank 2) arrives at
+// 12. With decay 20 s the hold after the overrun is ceil(4·(1 − over/20)):
+// 4 at 12, 3 at 15, 2 at 20, 1 at 25, when b (leaving 1 GPU free) may start.
+// With decay 0 the hold is gone at once: b starts at 12.
+func TestPrewarmDecays(t *testing.T) {
+	jobs := []sim.JobSpec{
+		userOf(MakeJob("q").GPUs(1).Dur(5).Obj(), "u"),
+		userOf(MakeJob("q2").GPUs(1).Dur(2).Obj(), "v"),
+		userOf(dep(MakeJob("p").GPUs(1).Dur(50).At(5).Obj()), "u"),
+		userOf(dep(MakeJob("s").GPUs(4).Dur(20).At(5).Obj(), "p"), "u"),
+		userOf(MakeJob("b").GPUs(2).Dur(15).At(12).Obj(), "v"),
+	}
+	for _, c := range []struct {
+		decay float64
+		want  float64
+	}{{20, 25}, {0, 12}} {
+		pol, _ := New(Params{Prewarm: &Prewarm{Horizon: policies.Dur(60 * sim.Second), Decay: policies.Dur(sim.Seconds(c.decay))}})
+		res := Run(t, Nodes(1, 4), pol, jobs...)
+		if st := Starts(res); st["b"] != c.want || st["p"] != 5 {
+			t.Errorf("decay %v: b starts %v (p %v), want %v\n%s", c.decay, st["b"], st["p"], c.want, Schedule(res))
+		}
+	}
+	if _, err := New(Params{Prewarm: &Prewarm{}}); err == nil {
+		t.Error("prewarm without horizon accepted")
+	}
+}
