@@ -152,3 +152,29 @@ func TestDAGOffNil(t *testing.T) {
 		t.Errorf("err %v, DAG %v; want nil, nil", err, res.DAG)
 	}
 }
+
+// The order of the input jobs does not matter: reversed input gives the same
+// event log and DAG record.
+func TestDAGInputOrder(t *testing.T) {
+	jobs := []sim.JobSpec{
+		withDAG(MakeJob("p1").GPUs(1).Dur(10).Obj(), "pre"),
+		withDAG(MakeJob("p2").GPUs(2).Dur(30).Obj(), "pre"),
+		withDAG(MakeJob("t").GPUs(2).Dur(5).Obj(), "train", "p1", "p2"),
+		withDAG(MakeJob("e").GPUs(1).Dur(5).At(3).Obj(), "eval", "t"),
+		MakeJob("x").GPUs(3).Dur(7).At(1).Obj(),
+	}
+	a := Run(t, Nodes(1, 4), &greedy{}, jobs...)
+	rev := make([]sim.JobSpec, len(jobs))
+	for i := range jobs {
+		rev[len(jobs)-1-i] = jobs[i]
+	}
+	b := Run(t, Nodes(1, 4), &greedy{}, rev...)
+	if x, y := Schedule(a), Schedule(b); x != y {
+		t.Errorf("schedules differ:\n%s\n---\n%s", x, y)
+	}
+	for i := range a.Jobs {
+		if a.DAG.Released[i] != b.DAG.Released[i] || a.DAG.Predicted[i] != b.DAG.Predicted[i] || a.DAG.Workflow[i] != b.DAG.Workflow[i] {
+			t.Errorf("job %s: DAG record differs", a.Jobs[i].Spec.ID)
+		}
+	}
+}
