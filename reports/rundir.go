@@ -96,6 +96,10 @@ func writeRunDir(dir string, res *sim.Result, summarize func() *Summary, events 
 		tasks = append(tasks, files(ServingFile, func(w io.Writer) error { return WriteServingCSV(w, res) }),
 			files(ServingP99File, func(w io.Writer) error { return WriteServingP99CSV(w, res) }))
 	}
+	if res.DAG != nil {
+		tasks = append(tasks, files(DAGJobsFile, func(w io.Writer) error { return WriteDAGJobsCSV(w, res) }),
+			files(WorkflowsFile, func(w io.Writer) error { return WriteWorkflowsCSV(w, res) }))
+	}
 	err := runTasks(tasks)
 	if events != nil {
 		if eerr := events(); err == nil {

@@ -109,8 +109,12 @@ func (s *Scenario) Jobs(c *sim.Cluster) ([]sim.JobSpec, *traces.ImportReport, er
 			return nil, nil, s.fieldErr(path, err)
 		}
 	}
+	jobs = s.applyWorkflows(jobs)
 	if len(jobs) == 0 {
 		return nil, rep, s.fieldErr(path, fmt.Errorf("the workload has no jobs"))
+	}
+	if err := checkDeps(jobs); err != nil {
+		return nil, rep, s.fieldErr(path, err)
 	}
 	if err := s.applySharingDefaults(jobs); err != nil {
 		return nil, rep, err

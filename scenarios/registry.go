@@ -4,6 +4,7 @@ package scenarios
 // scenario layer links every one so scenarios can name them.
 import (
 	_ "github.com/gpusim/gpusim/policies/antman"
+	_ "github.com/gpusim/gpusim/policies/dagcp"
 	_ "github.com/gpusim/gpusim/policies/gandiva"
 	_ "github.com/gpusim/gpusim/policies/gavel"
 	_ "github.com/gpusim/gpusim/policies/kueue"

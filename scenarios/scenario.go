@@ -68,6 +68,8 @@ type Scenario struct {
 	Failures *FailuresSpec `yaml:"failures"`
 	// Power, when present, turns on power and carbon accounting (docs/power.md).
 	Power *PowerSpec `yaml:"power"`
+	// Workflows adds template DAG pipelines to the workload (docs/dag.md).
+	Workflows []WorkflowSpec `yaml:"workflows"`
 
 	carbon  *sim.CarbonSeries          // Power.Carbon, loaded by validatePower
 	tput    *workloads.ThroughputTable // Throughputs, loaded once
@@ -282,6 +284,7 @@ func Parse(data []byte, file string, sets []string) (*Scenario, error) {
 	fe := append(append(sc.validate(), sc.validateSpeed()...), sc.validateSharing()...)
 	fe = append(fe, sc.validateServing()...)
 	fe = append(fe, sc.validatePower()...)
+	fe = append(fe, sc.validateWorkflows()...)
 	pp := sc.validatePolicyParams()
 	if len(fe) > 0 || len(pp) > 0 {
 		e := sc.problems(fe)

@@ -138,6 +138,9 @@ type Result struct {
 	Failures *FailureStats
 	// Power holds energy, carbon and peak power; nil without Config.Power.
 	Power *PowerStats
+	// DAG is the dependency record; nil when no job has a JobSpec.DAG
+	// (docs/dag.md).
+	DAG *DAGStats
 }
 
 // DefaultLivelockPreemptions is Config.LivelockPreemptions' default.
@@ -194,6 +197,7 @@ type Engine struct {
 	serving    *servingState // nil without serving jobs
 	fail       *failState    // nil without Config.Failures
 	pow        *powerState   // nil without Config.Power
+	dag        *dagState     // nil without JobSpec.DAG (dag.go)
 }
 
 // NewEngine validates cfg and prepares a run. Jobs are sorted by (Submit, ID); their
@@ -234,6 +238,9 @@ func NewEngine(cfg Config) (*Engine, error) {
 	e.resAt = make([]Time, len(specs))
 	e.waitWhy = make([]Reason, len(specs))
 	if err := e.initJobs(cfg.Jobs, specs); err != nil {
+		return nil, err
+	}
+	if err := e.initDAG(); err != nil {
 		return nil, err
 	}
 	e.initServing()
@@ -391,10 +398,15 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 			it := e.q.pop()
 			if e.finish(it) {
 				dirty = true
+				if e.dag != nil {
+					e.dagEnded(&e.jobs[it.job])
+				}
 			}
 		}
 		for e.nextArr < len(e.jobs) && e.jobs[e.nextArr].Spec.Submit == t {
-			e.arrive(&e.jobs[e.nextArr])
+			if j := &e.jobs[e.nextArr]; e.dag == nil || e.dagArrive(j) {
+				e.arrive(j)
+			}
 			e.nextArr++
 			dirty = true
 		}
@@ -485,6 +497,9 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 	}
 	if e.pow != nil {
 		res.Power = e.powerClose()
+	}
+	if e.dag != nil {
+		res.DAG = &e.dag.stats
 	}
 	if e.cfg.Progress != nil {
 		e.cfg.Progress(e.progress())
@@ -987,6 +1002,9 @@ func (e *Engine) killed(j *Job, done, el, ovh Duration) {
 	e.lastEnd = e.now
 	e.busyAtLast = e.busy
 	e.record(EvKill, j.Ref, 0)
+	if e.dag != nil {
+		e.dagCancel(j.Ref)
+	}
 }
 
 // repend puts a preempted job back in the pending queue and logs the preemption

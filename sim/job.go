@@ -87,6 +87,10 @@ type JobSpec struct {
 	// Serving makes the job a serving job (docs/serving.md): its request load
 	// and P99 latency SLA; nil for other jobs. Copies of a spec share it.
 	Serving *ServingSpec
+
+	// DAG makes the job part of a pipeline: its dependencies and stage name
+	// (docs/dag.md); nil for other jobs. Copies of a spec share it.
+	DAG *JobDAG
 }
 
 // TotalGPUs is the number of GPUs the gang occupies (whole or shared).

@@ -130,6 +130,11 @@ func NewLive(cfg Config, b Backend, extra int, grace Duration) (*Live, error) {
 	if cfg.Power != nil {
 		return nil, errors.New("sim: live: power accounting (power:) is not supported in live mode yet")
 	}
+	for i := range cfg.Jobs {
+		if cfg.Jobs[i].DAG != nil {
+			return nil, fmt.Errorf("sim: live: job %q: job dependencies (deps) are not supported in live mode yet", cfg.Jobs[i].ID)
+		}
+	}
 	if extra < 0 {
 		return nil, fmt.Errorf("sim: live: negative extra capacity %d", extra)
 	}

@@ -44,6 +44,8 @@ const (
 	cServingRate // serving job columns (native_serving.go)
 	cServingService
 	cServingSLA
+	cDeps // DAG columns (native_dag.go)
+	cJobName
 	numAllCols
 )
 
@@ -61,7 +63,10 @@ func colName(c int) string {
 	if c < cServingRate {
 		return SharingColumns[c-numNativeCols]
 	}
-	return ServingColumns[c-cServingRate]
+	if c < cDeps {
+		return ServingColumns[c-cServingRate]
+	}
+	return DAGColumns[c-cDeps]
 }
 
 // NativeColumns lists the native format's columns in the order the writers use.
@@ -205,6 +210,9 @@ func nativeRow(src fieldSource, file string, line int, in interner) (sim.JobSpec
 		return sim.JobSpec{}, err
 	}
 	if err := servingCols(src, &j, file, line); err != nil {
+		return sim.JobSpec{}, err
+	}
+	if err := dagCols(src, &j, file, line, in); err != nil {
 		return sim.JobSpec{}, err
 	}
 	if col, msg := checkLimits(&j); col != "" {
@@ -421,7 +429,7 @@ func mapNativeColumns(file string, header []string, idx []int) error {
 	if len(unknown) > 0 {
 		cols := strings.Join(NativeColumns, ",")
 		if len(idx) > numNativeCols {
-			cols += "," + strings.Join(SharingColumns, ",") + "," + strings.Join(ServingColumns, ",")
+			cols += "," + strings.Join(SharingColumns, ",") + "," + strings.Join(ServingColumns, ",") + "," + strings.Join(DAGColumns, ",")
 		}
 		return rowErr(file, 1, "", "unknown column(s) %s (native columns: %s)", strings.Join(unknown, ", "), cols)
 	}

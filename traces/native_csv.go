@@ -22,6 +22,7 @@ type nativeCSVReader struct {
 	idx   [numAllCols]int
 	rep   *ImportReport
 	dups  *dupSet
+	deps  *depCheck // nil without a deps column
 	order chan chan parsedBatch
 	done  chan struct{}
 	wg    sync.WaitGroup
@@ -68,6 +69,9 @@ func openNativeCSV(path string, opts ReadOptions) (JobReader, error) {
 	}
 	if !opts.AllowDuplicateIDs {
 		r.dups = newDupSet()
+	}
+	if r.idx[cDeps] >= 0 {
+		r.deps = newDepCheck(in.file)
 	}
 	workers := min(max(runtime.GOMAXPROCS(0)-1, 1), 8)
 	r.order = make(chan chan parsedBatch, workers+1)
@@ -163,6 +167,9 @@ func (r *nativeCSVReader) Next() (sim.JobSpec, error) {
 					return sim.JobSpec{}, r.err
 				}
 			}
+			if r.deps != nil {
+				r.deps.add(&j, line)
+			}
 			r.rep.Imported++
 			return j, nil
 		}
@@ -175,6 +182,11 @@ func (r *nativeCSVReader) Next() (sim.JobSpec, error) {
 			continue
 		case r.cur.eof:
 			r.err = io.EOF
+			if r.deps != nil {
+				if err := r.deps.check(); err != nil {
+					r.err = err
+				}
+			}
 			continue
 		}
 		res, ok := <-r.order

@@ -31,6 +31,7 @@ var nativeArrowTypes = [numAllCols]arrow.DataType{
 	cSharing: arrow.BinaryTypes.String, cGPUMemMiB: arrow.PrimitiveTypes.Int64, cMIGProfile: arrow.BinaryTypes.String,
 	cSMUtil: arrow.PrimitiveTypes.Float64, cWorkload: arrow.BinaryTypes.String,
 	cServingRate: arrow.PrimitiveTypes.Float64, cServingService: arrow.PrimitiveTypes.Float64, cServingSLA: arrow.PrimitiveTypes.Float64,
+	cDeps: arrow.BinaryTypes.String, cJobName: arrow.BinaryTypes.String,
 	cID: arrow.BinaryTypes.String, cSubmit: arrow.PrimitiveTypes.Float64, cGPUs: arrow.PrimitiveTypes.Int32,
 	cDuration: arrow.PrimitiveTypes.Float64, cReplicas: arrow.PrimitiveTypes.Int32, cWalltime: arrow.PrimitiveTypes.Float64,
 	cGPUMilli: arrow.PrimitiveTypes.Int32, cGPUModel: arrow.BinaryTypes.String, cQueue: arrow.BinaryTypes.String,
@@ -294,6 +295,7 @@ type nativeParquetReader struct {
 	line   int // rows read so far
 	rep    *ImportReport
 	dups   *dupSet
+	deps   *depCheck // nil without a deps column
 	intern interner
 }
 
@@ -351,6 +353,9 @@ func openNativeParquet(path string, opts ReadOptions) (jr JobReader, err error) 
 	if !opts.AllowDuplicateIDs {
 		r.dups = newDupSet()
 	}
+	if r.idx[cDeps] >= 0 {
+		r.deps = newDepCheck(path)
+	}
 	return r, nil
 }
 
@@ -380,13 +385,13 @@ func (r *nativeParquetReader) Next() (j sim.JobSpec, err error) {
 	}()
 	for r.rec == nil || r.row >= int(r.rec.NumRows()) {
 		if r.rr == nil {
-			return sim.JobSpec{}, io.EOF
+			return sim.JobSpec{}, r.eof()
 		}
 		if !r.rr.Next() {
 			if err := r.rr.Err(); err != nil && err != io.EOF {
 				return sim.JobSpec{}, fmt.Errorf("%s: %w: %w", r.path, ErrCorruptParquet, err)
 			}
-			return sim.JobSpec{}, io.EOF
+			return sim.JobSpec{}, r.eof()
 		}
 		r.rec = r.rr.Record()
 		r.row = 0
@@ -409,8 +414,21 @@ func (r *nativeParquetReader) Next() (j sim.JobSpec, err error) {
 			return sim.JobSpec{}, rowErr(r.path, r.line, "id", "duplicate job id %q (first at row %d)", j.ID, prev)
 		}
 	}
+	if r.deps != nil {
+		r.deps.add(&j, r.line)
+	}
 	r.rep.Imported++
 	return j, nil
+}
+
+// eof is the end of the table: io.EOF, or the dependency graph's error.
+func (r *nativeParquetReader) eof() error {
+	if r.deps != nil {
+		if err := r.deps.check(); err != nil {
+			return err
+		}
+	}
+	return io.EOF
 }
 
 func (r *nativeParquetReader) str(col int) (string, bool) {
