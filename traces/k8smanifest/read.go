@@ -154,34 +154,37 @@ type doc struct {
 	root *yaml.Node
 }
 
-// line returns the line of the value at path (mapping keys and sequence
-// indexes) under the document's root, or the deepest node found on the way.
+// line returns the line of path (mapping keys and sequence indexes) under the
+// document's root: the line of the last key found (of the item, for an
+// index), or of the root when nothing is found.
 func (d doc) line(path ...string) int {
-	n := d.root
+	n, line := d.root, d.root.Line
 	for _, p := range path {
-		next := child(n, p)
-		if next == nil {
+		k, v := child(n, p)
+		if v == nil {
 			break
 		}
-		n = next
+		n, line = v, k.Line
 	}
-	return n.Line
+	return line
 }
 
-func child(n *yaml.Node, key string) *yaml.Node {
+// child returns the key and value of key in a mapping, or the item (twice)
+// of index key in a sequence; nil when absent.
+func child(n *yaml.Node, key string) (k, v *yaml.Node) {
 	switch n.Kind {
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			if n.Content[i].Value == key {
-				return n.Content[i+1]
+				return n.Content[i], n.Content[i+1]
 			}
 		}
 	case yaml.SequenceNode:
 		if i, err := strconv.Atoi(key); err == nil && i >= 0 && i < len(n.Content) {
-			return n.Content[i]
+			return n.Content[i], n.Content[i]
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // joinPath renders path segments as a field path ("spec.containers[0]"):

@@ -62,11 +62,11 @@ func (t *translator) readSchedule(f File) {
 		if err == io.EOF {
 			return
 		}
-		line, _ := r.FieldPos(0)
 		if err != nil {
 			fail(csvLine(err), "", "%v", csvMsg(err))
 			return
 		}
+		line, _ := r.FieldPos(0)
 		if len(rec) != len(head) {
 			fail(line, "", "want %d fields, got %d", len(head), len(rec))
 			continue

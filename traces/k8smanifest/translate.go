@@ -20,13 +20,13 @@ const (
 	AnnClass    = "gpusim.io/class"       // sim job class
 	AnnUser     = "gpusim.io/user"        // job user
 
-	LabelKueueQueue   = "kueue.x-k8s.io/queue-name"         // Kueue LocalQueue -> job queue
-	LabelPodGroup     = "scheduling.x-k8s.io/pod-group"     // scheduler-plugins coscheduling member
-	LabelPodGroupOld  = "pod-group.scheduling.sigs.k8s.io"  // its pre-v0.24 label
-	AnnVolcanoGroup   = "scheduling.k8s.io/group-name"      // Volcano PodGroup member
-	ResourceGPU       = "nvidia.com/gpu"                    // whole GPUs (device plugin)
-	LabelGPUProduct   = "nvidia.com/gpu.product"            // GPU feature discovery: GPU model
-	LabelGPUModel     = "gpusim.io/gpu-model"               // gpusim's own GPU model label
+	LabelKueueQueue   = "kueue.x-k8s.io/queue-name"        // Kueue LocalQueue -> job queue
+	LabelPodGroup     = "scheduling.x-k8s.io/pod-group"    // scheduler-plugins coscheduling member
+	LabelPodGroupOld  = "pod-group.scheduling.sigs.k8s.io" // its pre-v0.24 label
+	AnnVolcanoGroup   = "scheduling.k8s.io/group-name"     // Volcano PodGroup member
+	ResourceGPU       = "nvidia.com/gpu"                   // whole GPUs (device plugin)
+	LabelGPUProduct   = "nvidia.com/gpu.product"           // GPU feature discovery: GPU model
+	LabelGPUModel     = "gpusim.io/gpu-model"              // gpusim's own GPU model label
 	systemClusterCrit = "system-cluster-critical"
 	systemNodeCrit    = "system-node-critical"
 )
