@@ -2,6 +2,7 @@ package k8smanifest
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -45,7 +46,7 @@ func TestExamples(t *testing.T) {
 			Replicas: 2, GPUsPerReplica: 2, GPUMilli: 1000, Duration: h(2700)},
 		{ID: "llama-pretrain", Submit: sim.Time(h(900)), Queue: "research", Class: sim.ClassTraining, Priority: 10,
 			Replicas: 4, GPUsPerReplica: 1, GPUMilli: 1000, GPUModels: []string{"H100"}, CPUMilli: 16000, MemoryMiB: 128 * 1024, Duration: h(10800)},
-		{ID: "sweep-indexed", Submit: sim.Time(h(1800)), Class: sim.ClassUnknown, Priority: 10,
+		{ID: "sweep-indexed", Submit: sim.Time(h(1800)), Class: sim.ClassUnknown, Priority: 1000,
 			Replicas: 4, GPUsPerReplica: 2, GPUMilli: 1000, GPUModels: []string{"A100", "H100"}, Duration: h(1200), Walltime: h(3600)},
 	}
 	if d := cmp.Diff(want, r.Jobs); d != "" {
@@ -289,6 +290,33 @@ func TestErrors(t *testing.T) {
 				t.Fatalf("%T is not an *Error", err)
 			}
 		})
+	}
+}
+
+// The jobs do not depend on the order of the files or of the documents.
+func TestOrderIndependent(t *testing.T) {
+	docs := strings.Split(mpiJob+"---\n"+strings.Join([]string{
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: a, annotations: {gpusim.io/duration: \"3\"}}\nspec: {containers: [{name: c}]}\n",
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: b, annotations: {gpusim.io/duration: \"2\"}}\nspec: {containers: [{name: c}]}\n",
+	}, "---\n"), "---\n")
+	var ref []sim.JobSpec
+	for rot := range docs {
+		var files []File
+		for i := range docs {
+			d := docs[(i+rot)%len(docs)]
+			files = append(files, File{Name: "f" + strconv.Itoa(i) + ".yaml", Data: []byte(d)})
+		}
+		r, err := Parse(files, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rot == 0 {
+			ref = r.Jobs
+			continue
+		}
+		if d := cmp.Diff(ref, r.Jobs); d != "" {
+			t.Fatalf("rotation %d differs:\n%s", rot, d)
+		}
 	}
 }
 
