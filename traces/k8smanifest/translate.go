@@ -389,7 +389,10 @@ func intersect(a, b []string) []string {
 	return out
 }
 
-// gang turns parts into a gang: the pods with GPUs must all ask for the same
+// gang turns parts into a gang of every pod, as the Kubeflow operators' gang
+// PodGroup counts them (training-operator pkg/controller.v1/common/job.go,
+// ReconcileJobs: minMember := totalReplicas unless
+// schedulingPolicy.minAvailable): the pods with GPUs must all ask for the same
 // number (gpusim gangs are uniform); CPU-only pods (parameter servers, MPI
 // launchers) are left out unless the whole job is CPU-only; CPU and memory
 // per replica are the maximum over the parts kept; GPU models are the
