@@ -393,6 +393,9 @@ func (t *translator) readObject(d doc) {
 			t.addPriorityClass(d, o)
 		}
 	case "ResourceQuota":
+		if !t.decodeStrict(d, &object[resourceQuotaSpec]{}) {
+			return
+		}
 		t.notef("ResourceQuota %q is not simulated (ignored): model quotas with the kueue or volcano policy", nsName(&h.Metadata))
 	}
 }

@@ -31,6 +31,9 @@ const (
 	systemNodeCrit    = "system-node-critical"
 )
 
+// maxPodJobs bounds the jobs one NonIndexed batch Job may become.
+const maxPodJobs = 100000
+
 // Kubeflow replica types per kind (training-operator's
 // pkg/apis/kubeflow.org/v1 *_types.go; mpi-operator v2beta1).
 var (
@@ -613,6 +616,10 @@ func (t *translator) batchJob(b decoded[batchJobSpec], memberOf func(doc, []stri
 		return
 	}
 	// A NonIndexed Job's pods are independent: one job per pod.
+	if pods > maxPodJobs {
+		t.errorf(d, []string{"spec", "parallelism"}, "a NonIndexed Job becomes one job per pod: at most %d, got %d", maxPodJobs, pods)
+		return
+	}
 	t.notef("NonIndexed Jobs with parallelism > 1 become one job per pod (<name>-0, <name>-1, ...)")
 	for i := range pods {
 		j, ok := t.gang(d, "Job "+name, []part{{where: "spec.template", count: 1, shape: sh}})
@@ -880,6 +887,10 @@ func (t *translator) finish() {
 			continue
 		}
 		if dr.waves > 1 {
+			if dr.spec.Duration.Seconds()*float64(dr.waves) > 1e12 {
+				t.errorf(dr.doc, []string{"spec", "completions"}, "%d waves of %v exceed 1e12 seconds", dr.waves, dr.spec.Duration)
+				continue
+			}
 			dr.spec.Duration *= sim.Duration(dr.waves)
 		}
 		if err := dr.spec.Validate(); err != nil {

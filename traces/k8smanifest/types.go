@@ -288,3 +288,10 @@ type podGroupSpec struct {
 	ScheduleTimeoutSeconds yaml.Node `yaml:"scheduleTimeoutSeconds"`
 	NetworkTopology        yaml.Node `yaml:"networkTopology"`
 }
+
+// resourceQuotaSpec is corev1.ResourceQuotaSpec (read, then ignored).
+type resourceQuotaSpec struct {
+	Hard          map[string]string `yaml:"hard"`
+	Scopes        yaml.Node         `yaml:"scopes"`
+	ScopeSelector yaml.Node         `yaml:"scopeSelector"`
+}
