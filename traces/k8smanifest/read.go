@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,7 +24,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gpusim/gpusim/internal/yamlmsg"
-	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/sim"
 )
 
@@ -265,19 +265,15 @@ func (t *translator) readFile(f File) {
 	}
 }
 
-// decodeStrict checks root against out's type (unknown fields) and decodes it;
+// decodeStrict checks root against out's type (unknown fields, as
+// policies.CheckFields does for inline Kueue manifests) and decodes it;
 // it reports every problem and returns whether out is usable.
 func (t *translator) decodeStrict(d doc, out any) bool {
 	ok := true
-	for _, e := range policies.CheckFields(d.root, out) {
-		var le *policies.LineError
-		if errors.As(e, &le) {
-			t.errs = append(t.errs, &Error{File: d.file, Line: le.Line, Path: le.Path, Msg: le.Msg})
-		} else {
-			t.errs = append(t.errs, &Error{File: d.file, Line: d.root.Line, Msg: e.Error()})
-		}
+	unknownFields(d.root, reflect.TypeOf(out), "", func(line int, path string) {
+		t.errs = append(t.errs, &Error{File: d.file, Line: line, Path: path, Msg: "unknown field"})
 		ok = false
-	}
+	})
 	if err := d.root.Decode(out); err != nil {
 		for _, p := range yamlmsg.Problems(d.root, err) {
 			t.errs = append(t.errs, &Error{File: d.file, Line: p.Line, Path: p.Path, Msg: p.Msg})

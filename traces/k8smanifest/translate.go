@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/sim"
 )
 
@@ -173,7 +172,7 @@ func sub(path []string, more ...string) []string {
 // quantity parses a resource quantity at path into gpusim units: whole GPUs
 // (must be integral), millicores, MiB (rounded up), or the plain number.
 func (t *translator) quantity(d doc, path []string, res, s string) (int64, bool) {
-	v, err := policies.ParseQuantity(s)
+	v, err := parseQuantity(s)
 	if err == nil && v > 1<<40 {
 		err = fmt.Errorf("quantity %q is too large", s)
 	}
