@@ -1,6 +1,7 @@
 package k8smanifest
 
 import (
+	"math"
 	"reflect"
 	"testing"
 
@@ -10,7 +11,7 @@ import (
 func TestParseQuantity(t *testing.T) {
 	good := map[string]float64{"16": 16, "500m": 0.5, "64Gi": 64 << 30, "1e3": 1000, "1E3": 1000, "2E": 2e18, "1.5k": 1500, ".5": 0.5, "+3": 3, "100n": 100 * 1e-9}
 	for s, want := range good {
-		if v, err := parseQuantity(s); err != nil || v != want {
+		if v, err := parseQuantity(s); err != nil || math.Abs(v-want) > 1e-12*want {
 			t.Errorf("%q: %v, %v (want %v)", s, v, err, want)
 		}
 	}
