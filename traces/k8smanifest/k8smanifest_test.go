@@ -243,6 +243,26 @@ spec:
 	}
 }
 
+// A pod asking for one mixed-strategy MIG instance becomes a one-GPU job
+// that accepts MIG, with that profile.
+func TestMIGPod(t *testing.T) {
+	y := `
+apiVersion: v1
+kind: Pod
+metadata: {name: nb, annotations: {gpusim.io/duration: 30m}}
+spec:
+  containers:
+    - name: notebook
+      resources: {limits: {nvidia.com/mig-1g.10gb: 1, cpu: "2"}}
+`
+	r := mustParse(t, y, "")
+	want := []sim.JobSpec{{ID: "nb", Class: sim.ClassUnknown, Replicas: 1, GPUsPerReplica: 1, GPUMilli: 1000, CPUMilli: 2000,
+		Sharing: sim.AcceptMIG, MIGProfile: "1g.10gb", Duration: sim.Seconds(1800)}}
+	if d := cmp.Diff(want, r.Jobs); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+}
+
 // Every problem names file:line: field.
 func TestErrors(t *testing.T) {
 	pod := func(extra string) string {
@@ -272,6 +292,9 @@ func TestErrors(t *testing.T) {
 		{"huge nonindexed", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, annotations: {gpusim.io/duration: \"1\"}}\nspec:\n  parallelism: 2000000000\n  template: {spec: {containers: [{name: c}]}}\n", "", "m.yaml:5: spec.parallelism: a NonIndexed Job becomes one job per pod: at most 100000, got 2000000000"},
 		{"waves overflow", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, annotations: {gpusim.io/duration: 1e11}}\nspec:\n  completions: 2000000000\n  template: {spec: {containers: [{name: c}]}}\n", "", "m.yaml:5: spec.completions: 2000000000 waves of 1e+11s exceed 1e12 seconds"},
 		{"quota field", "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q}\nspec:\n  hrad: {}\n", "", "m.yaml:5: spec.hrad: unknown field"},
+		{"two MIG", pod("      resources: {limits: {nvidia.com/mig-1g.10gb: 2}}\n"), "", "m.yaml:4: spec: a pod may ask for one MIG instance"},
+		{"MIG and GPU", pod("      resources: {limits: {nvidia.com/mig-1g.10gb: 1, nvidia.com/gpu: 1}}\n"), "", "m.yaml:4: spec: a pod may ask for one MIG instance"},
+		{"MIG gang", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, annotations: {gpusim.io/duration: \"1\"}}\nspec:\n  completionMode: Indexed\n  completions: 2\n  parallelism: 2\n  template: {spec: {containers: [{name: c, resources: {limits: {nvidia.com/mig-2g.20gb: 1}}}]}}\n", "", "m.yaml:1: Job j: 2 pods on MIG instances"},
 		{"schedule unknown", pod(""), "name,submit_s,duration_s\nq,0,1\n", `schedule.csv:2: column name: no workload named "q"`},
 		{"schedule twice", pod(""), "name,submit_s,duration_s\np,0,1\n", `m.yaml:3: metadata.annotations."gpusim.io/duration": also given in schedule.csv`},
 		{"schedule bad", strings.Replace(pod(""), `annotations: {gpusim.io/duration: "1"}`, "", 1), "name,submit_s,duration_s\np,x,1\n", `schedule.csv:2: column submit_s: want seconds`},

@@ -24,6 +24,7 @@ const (
 	LabelPodGroupOld  = "pod-group.scheduling.sigs.k8s.io" // its pre-v0.24 label
 	AnnVolcanoGroup   = "scheduling.k8s.io/group-name"     // Volcano PodGroup member
 	ResourceGPU       = "nvidia.com/gpu"                   // whole GPUs (device plugin)
+	ResourceMIGPrefix = "nvidia.com/mig-"                  // + profile: one MIG instance (mixed strategy)
 	LabelGPUProduct   = "nvidia.com/gpu.product"           // GPU feature discovery: GPU model
 	LabelGPUModel     = "gpusim.io/gpu-model"              // gpusim's own GPU model label
 	systemClusterCrit = "system-cluster-critical"
@@ -74,6 +75,7 @@ type shape struct {
 	cpu, mem int64
 	models   []string // nil = any
 	prio     int32
+	mig      string // the MIG profile of its one instance ("" = whole GPUs)
 }
 
 // draft is a job before its schedule is applied.
@@ -198,7 +200,7 @@ func (t *translator) quantity(d doc, path []string, res, s string) (int64, bool)
 // (requests, if given, must be equal: extended resources cannot be
 // overcommitted, kubernetes pkg/apis/core/validation
 // validateResourceRequirements), CPU and memory from requests, else limits.
-func (t *translator) containerNeeds(d doc, path []string, c *container) (gpus, cpu, mem int64) {
+func (t *translator) containerNeeds(d doc, path []string, c *container) (gpus, cpu, mem int64, mig map[string]int64) {
 	r := &c.Resources
 	lim, hasLim := r.Limits[ResourceGPU]
 	req, hasReq := r.Requests[ResourceGPU]
@@ -228,14 +230,25 @@ func (t *translator) containerNeeds(d doc, path []string, c *container) (gpus, c
 			mem = v
 		}
 	}
+	for _, k := range slices.Sorted(mapKeys(r.Limits)) {
+		if profile, ok := strings.CutPrefix(k, ResourceMIGPrefix); ok && profile != "" {
+			n, ok := t.quantity(d, sub(path, "resources", "limits", k), ResourceGPU, r.Limits[k])
+			if ok && n > 0 {
+				if mig == nil {
+					mig = map[string]int64{}
+				}
+				mig[profile] += n
+			}
+		}
+	}
 	for _, m := range []map[string]string{r.Requests, r.Limits} {
 		for k := range m {
-			if k != ResourceGPU && k != "cpu" && k != "memory" {
+			if k != ResourceGPU && k != "cpu" && k != "memory" && !strings.HasPrefix(k, ResourceMIGPrefix) {
 				t.notef("resource %q is not simulated (ignored)", k)
 			}
 		}
 	}
-	return gpus, cpu, mem
+	return gpus, cpu, mem, mig
 }
 
 // podShape computes what one pod of spec ps (at path) needs. Effective requests
@@ -249,15 +262,23 @@ func (t *translator) podShape(d doc, path []string, ps *podSpec) (shape, bool) {
 		return s, false
 	}
 	var sg, sc, sm int64 // containers + sidecars
+	migs := map[string]int64{}
+	addMIG := func(m map[string]int64) {
+		for k, v := range m {
+			migs[k] += v
+		}
+	}
 	for i := range ps.Containers {
-		g, c, m := t.containerNeeds(d, sub(path, "containers", strconv.Itoa(i)), &ps.Containers[i])
+		g, c, m, mig := t.containerNeeds(d, sub(path, "containers", strconv.Itoa(i)), &ps.Containers[i])
 		sg, sc, sm = sg+g, sc+c, sm+m
+		addMIG(mig)
 	}
 	var ig, ic, im int64 // max over init containers
 	var side [3]int64
 	for i := range ps.InitContainers {
 		c := &ps.InitContainers[i]
-		g, cp, m := t.containerNeeds(d, sub(path, "initContainers", strconv.Itoa(i)), c)
+		g, cp, m, mig := t.containerNeeds(d, sub(path, "initContainers", strconv.Itoa(i)), c)
+		addMIG(mig) // summed, not max-ed: conservative, and a pod takes one instance anyway
 		if c.RestartPolicy == "Always" {
 			side[0], side[1], side[2] = side[0]+g, side[1]+cp, side[2]+m
 			sg, sc, sm = sg+g, sc+cp, sm+m
@@ -271,6 +292,22 @@ func (t *translator) podShape(d doc, path []string, ps *podSpec) (shape, bool) {
 		return s, false
 	}
 	s.gpus, s.cpu, s.mem = int32(g), max(sc, ic), max(sm, im)
+	if len(migs) > 0 {
+		// Mixed-strategy MIG (NVIDIA device plugin): nvidia.com/mig-<profile>.
+		// A gpusim job that shares a GPU takes exactly one instance.
+		var total int64
+		for _, v := range migs {
+			total += v
+		}
+		if g > 0 || total != 1 {
+			t.errorf(d, path, "a pod may ask for one MIG instance (%s<profile>: 1) and no %s: gpusim jobs take one instance", ResourceMIGPrefix, ResourceGPU)
+			return s, false
+		}
+		for k := range migs {
+			s.mig = k
+		}
+		s.gpus = 1
+	}
 	s.models = t.models(d, path, ps)
 	s.prio, _ = t.priorityOf(d, sub(path, "priorityClassName"), ps.PriorityClassName, ps.Priority)
 	if ps.SchedulerName != "" && ps.SchedulerName != "default-scheduler" && ps.SchedulerName != "volcano" {
@@ -429,6 +466,10 @@ func (t *translator) gang(d doc, what string, parts []part) (sim.JobSpec, bool) 
 	anyModel := true
 	var models []string
 	for _, p := range kept {
+		if p.shape.mig != first.shape.mig {
+			t.errs = append(t.errs, &Error{File: d.file, Line: d.root.Line, Msg: fmt.Sprintf("%s: %s and %s ask for different MIG instances (%q, %q): gpusim gangs need the same GPUs in every pod", what, first.where, p.where, first.shape.mig, p.shape.mig)})
+			return j, false
+		}
 		if p.shape.gpus != first.shape.gpus {
 			t.errs = append(t.errs, &Error{File: d.file, Line: d.root.Line, Msg: fmt.Sprintf("%s: %s asks for %d GPUs per pod and %s for %d: gpusim gangs need the same GPUs in every pod", what, first.where, first.shape.gpus, p.where, p.shape.gpus)})
 			return j, false
@@ -458,6 +499,13 @@ func (t *translator) gang(d doc, what string, parts []part) (sim.JobSpec, bool) 
 		j.Priority = max(j.Priority, p.shape.prio)
 	}
 	j.Replicas, j.GPUsPerReplica = int32(total), first.shape.gpus
+	if first.shape.mig != "" {
+		if total != 1 {
+			t.errs = append(t.errs, &Error{File: d.file, Line: d.root.Line, Msg: fmt.Sprintf("%s: %d pods on MIG instances: a gpusim job on a MIG instance is one pod", what, total)})
+			return j, false
+		}
+		j.Sharing, j.MIGProfile = sim.AcceptMIG, first.shape.mig
+	}
 	j.GPUModels = models
 	return j, true
 }
