@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpusim/gpusim/scenarios"
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/traces"
 )
 
 func init() {
@@ -63,6 +64,11 @@ code 0 when valid, 2 otherwise.`,
 					describe(sc, path), c.NumNodes(), c.NumGPUs(), c.Models(), len(jobs), names, sc.SeedValue(), sc.SHA256()[:16])
 				for _, w := range sc.Warnings() {
 					fmt.Fprintf(io.Out, "  warning: %s\n", w)
+				}
+				if rep != nil && rep.Format == traces.FormatK8s {
+					for _, n := range rep.Notes { // what the manifests ask for but is not simulated
+						fmt.Fprintf(io.Out, "  warning: workload.trace: %s\n", n)
+					}
 				}
 				if rep != nil && rep.SkippedTotal() > 0 {
 					fmt.Fprintf(io.Out, "  trace: %d rows skipped\n", rep.SkippedTotal())
