@@ -136,6 +136,8 @@ type Summary struct {
 	Failures *FailureSummary `json:"failures,omitempty"`
 	// Power is present only in runs with a power: block (docs/power.md).
 	Power *PowerSummary `json:"power,omitempty"`
+	// CheckpointIO is present only in runs with a storage: block (docs/checkpoint-io.md).
+	CheckpointIO *CheckpointIOSummary `json:"checkpoint_io,omitempty"`
 	// Mode is "live" for a run of `gpusim live` (absent for simulations); Live
 	// describes it (docs/live.md).
 	Mode string       `json:"mode,omitempty"`
@@ -369,6 +371,7 @@ func SummarizeWith(res *sim.Result, prov Provenance, wall time.Duration, price P
 	summarizeServing(res, s)
 	summarizeFailures(res, s)
 	summarizePower(res, s)
+	summarizeStorage(res, s)
 	return s
 }
 

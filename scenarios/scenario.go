@@ -68,6 +68,9 @@ type Scenario struct {
 	Failures *FailuresSpec `yaml:"failures"`
 	// Power, when present, turns on power and carbon accounting (docs/power.md).
 	Power *PowerSpec `yaml:"power"`
+	// Storage, when present, makes checkpoint saves share a storage bandwidth
+	// (see StorageSpec, docs/checkpoint-io.md).
+	Storage *StorageSpec `yaml:"storage"`
 
 	carbon  *sim.CarbonSeries          // Power.Carbon, loaded by validatePower
 	tput    *workloads.ThroughputTable // Throughputs, loaded once
