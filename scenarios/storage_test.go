@@ -124,3 +124,43 @@ func TestStorageDeterminism(t *testing.T) {
 		t.Errorf("summary.json differs or lacks checkpoint_io")
 	}
 }
+
+// Checkpoint I/O with failures (restart recovery) and preemptions: every job
+// completes, keeps its whole work, and its overhead (restores and saves) is
+// part of its waste.
+func TestStorageWithFailures(t *testing.T) {
+	doc := `apiVersion: gpusim/v1alpha1
+kind: Scenario
+name: t
+simulation: {checkpointInterval: 20m, checkpointRestoreCost: 2m}
+cluster:
+  pools:
+    - {name: a, template: dgx-h100, nodes: 8}
+  fabric: {nodesPerLeaf: 4}
+workload:
+  synthetic: {jobs: 200, load: 0.9}
+storage: {bandwidthGBps: 5, perGPUGB: 12, scope: leaf}
+failures: {strategy: restart, gpu: {mtbf: 200h}, node: {mtbf: 100h}}
+policies:
+  - name: easy-backfill
+`
+	sc, err := Parse([]byte(doc), "s.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := Run(context.Background(), sc, RunOptions{NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := runs[0].Summary
+	if s.Jobs.Completed != 200 || s.Failures == nil || s.Failures.Interruptions == 0 || s.CheckpointIO == nil || s.CheckpointIO.Saves == 0 {
+		t.Fatalf("completed %d, failures %+v, checkpoint_io %+v", s.Jobs.Completed, s.Failures, s.CheckpointIO)
+	}
+	t.Logf("interruptions %d, checkpoint_io %+v", s.Failures.Interruptions, *s.CheckpointIO)
+	for i := range runs[0].Result.Jobs {
+		j := &runs[0].Result.Jobs[i]
+		if j.Done != j.Spec.Duration || j.Overhead > j.Wasted || j.Overhead < 0 {
+			t.Fatalf("job %s: done %s of %s, wasted %s, overhead %s", j.Spec.ID, j.Done, j.Spec.Duration, j.Wasted, j.Overhead)
+		}
+	}
+}
