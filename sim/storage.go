@@ -21,7 +21,8 @@ import (
 // V0 completes when V reaches its tag V0+S; the pool keeps its saves in a heap
 // by (tag, job) and has a single pending completion event, at the time V
 // reaches the smallest tag (rounded up to the microsecond). Starting, ending
-// or interrupting a save is O(log n); nothing is allocated after setup.
+// or interrupting a save is O(log n); after setup only the pools' heaps grow
+// (to the peak number of saves in flight).
 //
 // A job with checkpoints (interval > 0) then runs as a sequence of phases,
 // each ended by an event: restore (after a requeue), work up to the next
