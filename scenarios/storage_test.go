@@ -123,6 +123,13 @@ func TestStorageDeterminism(t *testing.T) {
 	if a, c := strip(filepath.Join(d, "a")), strip(filepath.Join(d, "c")); a != c || !strings.Contains(a, `"checkpoint_io"`) {
 		t.Errorf("summary.json differs or lacks checkpoint_io")
 	}
+	b, err := os.ReadFile(filepath.Join(d, "a", "fifo", "jobs.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head, _, _ := strings.Cut(string(b), "\n"); !strings.HasSuffix(head, ",overhead_s,ckpt_saves,ckpt_gb,ckpt_save_s") {
+		t.Errorf("jobs.csv header %q lacks the checkpoint columns", head)
+	}
 }
 
 // Checkpoint I/O with failures (restart recovery) and preemptions: every job

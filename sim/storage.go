@@ -64,6 +64,11 @@ type StorageStats struct {
 	MaxSlowdown      float64 // largest duration/alone ratio of a completed save (1 = never shared)
 	PeakConcurrent   int     // most saves in flight in one pool at once
 	PeakTotal        int     // most saves in flight in the cluster at once
+	// Per job (indexed by JobRef): checkpoint size (GB), completed saves, and
+	// wall time spent saving (completed and interrupted saves).
+	JobSizeGB   []float64
+	JobSaves    []int32
+	JobSaveTime []Duration
 }
 
 // MeanSlowdown is the completed saves' total wall time over the time they
@@ -166,6 +171,9 @@ func (e *Engine) initStorage() error {
 	st.stats.Pools = np
 	st.jobs = make([]ckJob, len(e.jobs))
 	st.size = make([]float64, len(e.jobs))
+	st.stats.JobSizeGB = st.size
+	st.stats.JobSaves = make([]int32, len(e.jobs))
+	st.stats.JobSaveTime = make([]Duration, len(e.jobs))
 	for i := range e.jobs {
 		s := sc.SizeGB(&e.jobs[i].Spec)
 		if !(s >= 0) || math.IsInf(s, 0) {
@@ -304,6 +312,7 @@ func (e *Engine) stoPhaseEnd(it qitem) {
 		if k.size <= 0 {
 			k.ckpt = k.done
 			e.sto.stats.Saves++
+			e.sto.stats.JobSaves[it.job]++
 			e.stoWork(j, k)
 			return
 		}
@@ -373,6 +382,8 @@ func (e *Engine) stoPoolEnd(it qitem) {
 		k.ckpt = k.done
 		s := &st.stats
 		s.Saves++
+		s.JobSaves[r]++
+		s.JobSaveTime[r] += w
 		s.GBWritten += k.size
 		sec := w.Seconds()
 		alone := k.size / st.cfg.BandwidthGBps
@@ -405,7 +416,9 @@ func (e *Engine) stoStop(j *Job) {
 	st.poolAdvance(p, e.now)
 	st.heapRemove(p, k.hidx)
 	st.active--
-	sec := Duration(e.now - k.t0).Seconds()
+	w := Duration(e.now - k.t0)
+	sec := w.Seconds()
+	st.stats.JobSaveTime[j.Ref] += w
 	st.stats.Interrupted++
 	st.stats.SaveSeconds += sec
 	st.stats.SaveGPUSeconds += sec * float64(j.Spec.TotalGPUs())

@@ -76,6 +76,9 @@ func TestStorageTwoSavesAtOnce(t *testing.T) {
 		if w := job(res, "a").Overhead.Seconds(); w != 60 {
 			t.Errorf("overhead %g, want 60", w)
 		}
+		if s.JobSaves[0] != 3 || s.JobSaveTime[0] != sim.Seconds(60) || s.JobSizeGB[0] != 100 {
+			t.Errorf("job a: %d saves, %s saving, %g GB", s.JobSaves[0], s.JobSaveTime[0], s.JobSizeGB[0])
+		}
 	})
 	t.Run("unequal sizes", func(t *testing.T) {
 		// a 50 GB, b 100 GB, both saving from 100 at 5 GB/s: a done at 110;
@@ -125,6 +128,10 @@ func TestStorageTwoSavesAtOnce(t *testing.T) {
 		}
 		if s := res.Storage; s.Interrupted != 1 || s.Saves != 6 || s.SaveSeconds != 5+15+12.5+20 {
 			t.Errorf("stats %+v", *s)
+		}
+		// per job: a 3 saves and 5 + 15 s saving, b 3 saves and 32.5 s
+		if s := res.Storage; s.JobSaves[0] != 3 || s.JobSaveTime[0] != sim.Seconds(20) || s.JobSaves[1] != 3 || s.JobSaveTime[1] != sim.Seconds(32.5) {
+			t.Errorf("per job: saves %v time %v", s.JobSaves, s.JobSaveTime)
 		}
 	})
 	t.Run("timeout while saving", func(t *testing.T) {
