@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 
@@ -212,6 +213,75 @@ func TestStorageConfigErrors(t *testing.T) {
 		tc.cfg.Jobs = []sim.JobSpec{simtest.MakeJob("a").GPUs(8).Dur(10).Obj()}
 		if _, err := sim.NewEngine(tc.cfg); err == nil {
 			t.Errorf("%s: no error", tc.name)
+		}
+	}
+}
+
+// TestStorageAloneMatchesClosedForm is a differential test: with one storage
+// pool per node and every job taking a whole node, no two saves ever share a
+// pool, so each save takes size/bandwidth and every job's end, work, waste
+// and overhead must equal the closed form's with checkpointSaveCost =
+// size/bandwidth, under random workloads, preemptions (requeue and suspend),
+// a speed model, restores and time limits.
+func TestStorageAloneMatchesClosedForm(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		r := sim.Stream(seed, "storage-diff")
+		var jobs []sim.JobSpec
+		var acts []action
+		for i := range 12 {
+			b := simtest.MakeJob(fmt.Sprintf("j%02d", i)).GPUs(8).Dur(float64(50 + r.IntN(400))).At(float64(r.IntN(300)))
+			if r.IntN(3) == 0 {
+				b = b.Wall(float64(100 + r.IntN(400)))
+			}
+			jobs = append(jobs, b.Obj())
+			if r.IntN(2) == 0 {
+				mode := sim.PreemptRequeue
+				if r.IntN(3) == 0 {
+					mode = sim.PreemptSuspend
+				}
+				acts = append(acts, action{at: float64(r.IntN(900)), job: fmt.Sprintf("j%02d", i), mode: mode})
+			}
+		}
+		iv := sim.Seconds(float64(20 + r.IntN(80)))
+		fixed := sim.Config{CheckpointInterval: iv, CheckpointSave: sim.Seconds(10), CheckpointRestore: sim.Seconds(float64(r.IntN(30))), EnforceWalltime: true}
+		if seed%2 == 0 {
+			fixed.Speed = half{}
+		}
+		sto := fixed
+		sto.CheckpointSave = 0
+		sto.Storage = &sim.StorageConfig{BandwidthGBps: 4, PerDomain: true, Level: sim.LevelNode, SizeGB: func(*sim.JobSpec) float64 { return 40 }}
+		run := func(cfg sim.Config) *sim.Result {
+			cfg.Cluster = simtest.Cluster(t, simtest.Nodes(4, 8))
+			cfg.Jobs = jobs
+			cfg.Policy = &scripted{acts: acts}
+			e, err := sim.NewEngine(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := e.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		rf, rs := run(fixed), run(sto)
+		for i := range rf.Jobs {
+			f, s := &rf.Jobs[i], &rs.Jobs[i]
+			if f.End != s.End || f.State != s.State || f.Done != s.Done || f.Wasted != s.Wasted || f.Overhead != s.Overhead || f.Preempted != s.Preempted {
+				t.Fatalf("seed %d job %s: fixed %s at %s done %s wasted %s overhead %s; storage %s at %s done %s wasted %s overhead %s",
+					seed, f.Spec.ID, f.State, f.End, f.Done, f.Wasted, f.Overhead, s.State, s.End, s.Done, s.Wasted, s.Overhead)
+			}
+		}
+		pre, tout := 0, 0
+		for i := range rs.Jobs {
+			pre += int(rs.Jobs[i].Preempted)
+			if rs.Jobs[i].State == sim.StateTimeout {
+				tout++
+			}
+		}
+		t.Logf("seed %d: %d saves, %d interrupted, %d preemptions, %d timeouts", seed, rs.Storage.Saves, rs.Storage.Interrupted, pre, tout)
+		if rs.Storage.MaxSlowdown > 1 || rs.Storage.PeakConcurrent > 1 {
+			t.Fatalf("seed %d: saves shared a pool: %+v", seed, rs.Storage)
 		}
 	}
 }
