@@ -46,6 +46,7 @@ type JobRow struct {
 	Share     *JobShare // sharing runs only (extra columns SharingJobColumns)
 	Fail      *JobFail  // failure runs only (extra columns FailureJobColumns)
 	Power     *JobPower // power runs only (extra columns PowerJobColumns)
+	Ckpt      *JobCkpt  // checkpoint I/O runs only (extra columns CheckpointJobColumns)
 }
 
 func secs(t int64) float64 { return float64(t) / 1e6 }
@@ -139,6 +140,9 @@ func appendJobRows(rows []JobRow, res *sim.Result, lo, hi int) []JobRow {
 		if res.Power != nil {
 			r.Power = jobPower(res.Power, i)
 		}
+		if res.Storage != nil {
+			r.Ckpt = jobCkpt(res.Storage, i)
+		}
 	}
 	return rows
 }
@@ -210,6 +214,10 @@ func WriteJobsCSV(w io.Writer, rows []JobRow) error {
 		b = append(b, ',')
 		b = append(b, strings.Join(PowerJobColumns, ",")...)
 	}
+	if len(rows) > 0 && rows[0].Ckpt != nil {
+		b = append(b, ',')
+		b = append(b, strings.Join(CheckpointJobColumns, ",")...)
+	}
 	b = append(b, '\n')
 	b, err := appendJobsCSV(w, b, rows)
 	if err != nil {
@@ -235,6 +243,10 @@ func writeJobsCSVOf(w io.Writer, res *sim.Result) error {
 	if res.Power != nil {
 		b = append(b, ',')
 		b = append(b, strings.Join(PowerJobColumns, ",")...)
+	}
+	if res.Storage != nil {
+		b = append(b, ',')
+		b = append(b, strings.Join(CheckpointJobColumns, ",")...)
 	}
 	b = append(b, '\n')
 	err := forJobRowChunks(res, func(rows []JobRow) (err error) {
@@ -285,6 +297,7 @@ func appendJobsCSV(w io.Writer, b []byte, rows []JobRow) ([]byte, error) {
 		b = appendJobShareCSV(b, r)
 		b = appendJobFailCSV(b, r)
 		b = appendJobPowerCSV(b, r)
+		b = appendJobCkptCSV(b, r)
 		b = append(b, '\n')
 		if len(b) > 60<<10 {
 			if _, err := w.Write(b); err != nil {
@@ -305,7 +318,7 @@ func ParseJobsCSV(name string, r io.Reader) ([]JobRow, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: header: %w", name, err)
 	}
-	shared, failed, powered, ok := jobExtras(head)
+	shared, failed, powered, ckpt, ok := jobExtras(head)
 	if !ok {
 		return nil, fmt.Errorf("%s: line 1: unexpected header (want %s)", name, strings.Join(JobColumns, ","))
 	}
@@ -363,6 +376,14 @@ func ParseJobsCSV(name string, r io.Reader) ([]JobRow, error) {
 		}
 		if powered {
 			r.Power = &JobPower{EnergyKWh: f(c), CarbonKg: f(c + 1), PeakPowerW: f(c + 2)}
+			c += len(PowerJobColumns)
+		}
+		if ckpt {
+			x, err := strconv.ParseInt(rec[c], 10, 32)
+			if err != nil && perr == nil {
+				perr = fmt.Errorf("%s: line %d: column ckpt_saves: %w", name, line, err)
+			}
+			r.Ckpt = &JobCkpt{Saves: int32(x), GB: f(c + 1), SaveS: f(c + 2)}
 		}
 		if perr != nil {
 			return nil, perr
@@ -373,10 +394,10 @@ func ParseJobsCSV(name string, r io.Reader) ([]JobRow, error) {
 
 // jobExtras matches a jobs.csv header: JobColumns, then any of the extra column
 // groups in their fixed order (SharingJobColumns, FailureJobColumns,
-// PowerJobColumns). ok is false for any other header.
-func jobExtras(head []string) (shared, failed, powered, ok bool) {
+// PowerJobColumns, CheckpointJobColumns). ok is false for any other header.
+func jobExtras(head []string) (shared, failed, powered, ckpt, ok bool) {
 	if len(head) < len(JobColumns) || strings.Join(head[:len(JobColumns)], ",") != strings.Join(JobColumns, ",") {
-		return false, false, false, false
+		return false, false, false, false, false
 	}
 	rest := head[len(JobColumns):]
 	take := func(group []string) bool {
@@ -389,7 +410,8 @@ func jobExtras(head []string) (shared, failed, powered, ok bool) {
 	shared = take(SharingJobColumns)
 	failed = take(FailureJobColumns)
 	powered = take(PowerJobColumns)
-	return shared, failed, powered, len(rest) == 0
+	ckpt = take(CheckpointJobColumns)
+	return shared, failed, powered, ckpt, len(rest) == 0
 }
 
 // SpanName names a topology level for the span column ("cluster" for a placement

@@ -165,7 +165,7 @@ func appendOptFloat(b *array.Float64Builder, x float64) {
 func WriteJobsParquet(w io.Writer, rows []JobRow) error {
 	schema := jobsSchema
 	if len(rows) > 0 {
-		schema = jobsSchemaWith(rows[0].Share != nil, rows[0].Fail != nil, rows[0].Power != nil)
+		schema = jobsSchemaWith(rows[0].Share != nil, rows[0].Fail != nil, rows[0].Power != nil, rows[0].Ckpt != nil)
 	}
 	return writeParquet(w, schema, len(rows), func(b *array.RecordBuilder, lo, hi int) {
 		appendJobsRecord(b, rows[lo:hi])
@@ -173,6 +173,7 @@ func WriteJobsParquet(w io.Writer, rows []JobRow) error {
 			appendJobShareParquet(b, &rows[i])
 			appendJobFailParquet(b, &rows[i])
 			appendJobPowerParquet(b, &rows[i])
+			appendJobCkptParquet(b, &rows[i])
 		}
 	})
 }

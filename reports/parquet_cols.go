@@ -157,8 +157,8 @@ func i32Col(get func(*JobRow) int32) func(array.Builder, []JobRow) {
 // column's values at a time.
 func writeJobsParquetOf(w io.Writer, res *sim.Result) error {
 	var rows []JobRow
-	extra := extraJobColumns(res.Sharing != nil, res.Failures != nil, res.Power != nil)
-	schema := jobsSchemaWith(res.Sharing != nil, res.Failures != nil, res.Power != nil)
+	extra := extraJobColumns(res.Sharing != nil, res.Failures != nil, res.Power != nil, res.Storage != nil)
+	schema := jobsSchemaWith(res.Sharing != nil, res.Failures != nil, res.Power != nil, res.Storage != nil)
 	return writeParquetColumns(w, schema, len(res.Jobs),
 		func(lo, hi int) { rows = appendJobRows(rows[:0], res, lo, hi) },
 		func(c int, b array.Builder, _, _ int) {
@@ -171,10 +171,10 @@ func writeJobsParquetOf(w io.Writer, res *sim.Result) error {
 }
 
 // jobsSchemaWith is jobs.parquet's schema: jobsSchema, then the extra column
-// groups that are on, in the fixed order sharing, failures, power (the order of
-// jobs.csv's columns).
-func jobsSchemaWith(share, fail, power bool) *arrow.Schema {
-	if !share && !fail && !power {
+// groups that are on, in the fixed order sharing, failures, power, checkpoint
+// I/O (the order of jobs.csv's columns).
+func jobsSchemaWith(share, fail, power, ckpt bool) *arrow.Schema {
+	if !share && !fail && !power && !ckpt {
 		return jobsSchema
 	}
 	n := len(jobsSchema.Fields())
@@ -188,12 +188,15 @@ func jobsSchemaWith(share, fail, power bool) *arrow.Schema {
 	if power {
 		fields = append(fields, jobsPowerSchema.Fields()[n:]...)
 	}
+	if ckpt {
+		fields = append(fields, jobsCkptSchema.Fields()[n:]...)
+	}
 	return arrow.NewSchema(fields, nil)
 }
 
 // extraJobColumns lists the column writers of the extra groups that are on, in
 // jobsSchemaWith's order.
-func extraJobColumns(share, fail, power bool) []func(b array.Builder, rows []JobRow) {
+func extraJobColumns(share, fail, power, ckpt bool) []func(b array.Builder, rows []JobRow) {
 	var cols []func(b array.Builder, rows []JobRow)
 	if share {
 		cols = append(cols, sharingJobColumns[:]...)
@@ -203,6 +206,9 @@ func extraJobColumns(share, fail, power bool) []func(b array.Builder, rows []Job
 	}
 	if power {
 		cols = append(cols, powerJobColumns[:]...)
+	}
+	if ckpt {
+		cols = append(cols, ckptJobColumns[:]...)
 	}
 	return cols
 }

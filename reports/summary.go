@@ -138,6 +138,8 @@ type Summary struct {
 	Power *PowerSummary `json:"power,omitempty"`
 	// DAG is present only in runs with job dependencies (docs/dag.md).
 	DAG *DAGSummary `json:"dag,omitempty"`
+	// CheckpointIO is present only in runs with a storage: block (docs/checkpoint-io.md).
+	CheckpointIO *CheckpointIOSummary `json:"checkpoint_io,omitempty"`
 	// Mode is "live" for a run of `gpusim live` (absent for simulations); Live
 	// describes it (docs/live.md).
 	Mode string       `json:"mode,omitempty"`
@@ -372,6 +374,7 @@ func SummarizeWith(res *sim.Result, prov Provenance, wall time.Duration, price P
 	summarizeFailures(res, s)
 	summarizePower(res, s)
 	summarizeDAG(res, s)
+	summarizeStorage(res, s)
 	return s
 }
 

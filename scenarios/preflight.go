@@ -26,6 +26,7 @@ func (s *Scenario) engineConfig(pol sim.Policy, cluster *sim.Cluster, jobs []sim
 	if cfg.Power, err = s.PowerConfig(cluster); err != nil {
 		return cfg, err
 	}
+	cfg.Storage = s.StorageConfig()
 	cfg.Cluster = cluster
 	cfg.Jobs = jobs
 	cfg.Policy = pol

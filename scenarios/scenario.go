@@ -70,6 +70,9 @@ type Scenario struct {
 	Power *PowerSpec `yaml:"power"`
 	// Workflows adds template DAG pipelines to the workload (docs/dag.md).
 	Workflows []WorkflowSpec `yaml:"workflows"`
+	// Storage, when present, makes checkpoint saves share a storage bandwidth
+	// (see StorageSpec, docs/checkpoint-io.md).
+	Storage *StorageSpec `yaml:"storage"`
 
 	carbon  *sim.CarbonSeries          // Power.Carbon, loaded by validatePower
 	tput    *workloads.ThroughputTable // Throughputs, loaded once

@@ -137,6 +137,7 @@ func (s *Scenario) validate() sim.FieldErrors {
 		fe = append(fe, w.Trace.Validate().Prefix("workload.trace")...)
 	}
 	fe = append(fe, s.validateFailures()...)
+	fe = append(fe, s.validateStorage()...)
 	for _, b := range s.validateExperiment() {
 		i := strings.IndexByte(b, '|')
 		fe.Add(b[:i], "%s", b[i+1:])

@@ -73,6 +73,9 @@ type Config struct {
 	// Power turns on power and carbon accounting and the power cap (power.go);
 	// nil keeps every output as without it.
 	Power *PowerConfig
+	// Storage turns on checkpoint I/O over shared storage bandwidth
+	// (storage.go); nil keeps every output as without it.
+	Storage *StorageConfig
 	// NoLog disables the event log (benchmarks).
 	NoLog bool
 	// LogFeed, when set (and NoLog is not), receives the event log while the
@@ -141,6 +144,8 @@ type Result struct {
 	// DAG is the dependency record; nil when no job has a JobSpec.DAG
 	// (docs/dag.md).
 	DAG *DAGStats
+	// Storage summarises checkpoint I/O; nil without Config.Storage.
+	Storage *StorageStats
 }
 
 // DefaultLivelockPreemptions is Config.LivelockPreemptions' default.
@@ -198,6 +203,7 @@ type Engine struct {
 	fail       *failState    // nil without Config.Failures
 	pow        *powerState   // nil without Config.Power
 	dag        *dagState     // nil without JobSpec.DAG (dag.go)
+	sto        *storageState // nil without Config.Storage
 }
 
 // NewEngine validates cfg and prepares a run. Jobs are sorted by (Submit, ID); their
@@ -257,6 +263,11 @@ func NewEngine(cfg Config) (*Engine, error) {
 	}
 	if cfg.Power != nil {
 		if err := e.initPower(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Storage != nil {
+		if err := e.initStorage(); err != nil {
 			return nil, err
 		}
 	}
@@ -419,11 +430,19 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 			e.reconfDone(GPUID(e.q.pop().job))
 			dirty = true
 		}
-		for e.q.Len() > 0 && e.q.top().t == t && e.q.top().kind >= qRepair {
+		for e.q.Len() > 0 && e.q.top().t == t && e.q.top().kind >= qRepair && e.q.top().kind <= qFail {
 			if err := e.failEvent(e.q.pop()); err != nil {
 				return nil, err
 			}
 			dirty = true
+		}
+		for e.q.Len() > 0 && e.q.top().t == t && e.q.top().kind >= qCkpt {
+			// checkpoint I/O phases free nothing: no scheduling point
+			if it := e.q.pop(); it.kind == qCkpt {
+				e.stoPhaseEnd(it)
+			} else {
+				e.stoPoolEnd(it)
+			}
 		}
 		if !dirty {
 			continue
@@ -500,6 +519,10 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 	}
 	if e.dag != nil {
 		res.DAG = &e.dag.stats
+	}
+	if e.sto != nil {
+		st := e.sto.stats
+		res.Storage = &st
 	}
 	if e.cfg.Progress != nil {
 		e.cfg.Progress(e.progress())
@@ -743,6 +766,10 @@ func (e *Engine) applyStart(s *Start) error {
 		e.record(EvStart, j.Ref, 0)
 		return nil
 	}
+	if e.sto != nil && e.stoStart(j) {
+		e.record(EvStart, j.Ref, 0)
+		return nil
+	}
 	runFor := e.runWall(j.runDone, sp.Duration, j.speed, e.ivOf(j)) + j.runRestore
 	kind := qEnd
 	timeout := false
@@ -823,6 +850,9 @@ func (e *Engine) stop(j *Job, keepMem bool) {
 	}
 	if e.pow != nil {
 		e.powerStop(j)
+	}
+	if e.sto != nil {
+		e.stoStop(j)
 	}
 	if e.share != nil {
 		e.stopRated(j, mem)
@@ -1041,6 +1071,9 @@ func (e *Engine) runWall(d0, total Duration, s float64, iv Duration) Duration {
 // work saved by the latest completed checkpoint (at least the run's starting
 // work), and the wall time spent so far restoring and saving.
 func (e *Engine) runProgress(j *Job, el Duration) (done, ckpt, overhead Duration) {
+	if e.sto != nil && e.sto.jobs[j.Ref].on {
+		return e.stoProgress(j, el)
+	}
 	d0, total, s := j.runDone, j.Spec.Duration, j.speed
 	if el <= j.runRestore {
 		return d0, d0, max(0, el)

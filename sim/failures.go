@@ -517,7 +517,7 @@ func (e *Engine) restartJob(j *Job, inc *Incident) {
 	el := Duration(e.now - j.LastStart)
 	done, ckpt, ovh := e.runProgress(j, el)
 	var extra Duration
-	if c := e.cfg.CheckpointSave; inc.Planned && f.cfg.PlannedCheckpoint && el >= c {
+	if c := e.cfg.CheckpointSave; inc.Planned && f.cfg.PlannedCheckpoint && e.sto == nil && el >= c {
 		// checkpointed in the notice: the work done when the save began survives
 		sd, _, so := e.runProgress(j, el-c)
 		ckpt, ovh = max(ckpt, sd), so+c

@@ -127,6 +127,9 @@ func NewLive(cfg Config, b Backend, extra int, grace Duration) (*Live, error) {
 	if cfg.Failures != nil {
 		return nil, errors.New("sim: live: simulated failures (failures:) are not supported in live mode: real failures are observed, not injected")
 	}
+	if cfg.Storage != nil {
+		return nil, errors.New("sim: live: checkpoint I/O (storage:) is not supported in live mode")
+	}
 	if cfg.Power != nil {
 		return nil, errors.New("sim: live: power accounting (power:) is not supported in live mode yet")
 	}
