@@ -73,6 +73,9 @@ type Config struct {
 	// Power turns on power and carbon accounting and the power cap (power.go);
 	// nil keeps every output as without it.
 	Power *PowerConfig
+	// Telemetry turns on telemetry stragglers (telemetry.go); nil keeps every
+	// output as without it.
+	Telemetry *TelemetryConfig
 	// NoLog disables the event log (benchmarks).
 	NoLog bool
 	// LogFeed, when set (and NoLog is not), receives the event log while the
@@ -138,6 +141,8 @@ type Result struct {
 	Failures *FailureStats
 	// Power holds energy, carbon and peak power; nil without Config.Power.
 	Power *PowerStats
+	// Telemetry holds the stragglers' cost; nil without Config.Telemetry.
+	Telemetry *TelemetryStats
 }
 
 // DefaultLivelockPreemptions is Config.LivelockPreemptions' default.
@@ -194,6 +199,7 @@ type Engine struct {
 	serving    *servingState // nil without serving jobs
 	fail       *failState    // nil without Config.Failures
 	pow        *powerState   // nil without Config.Power
+	tel        *telState     // nil without Config.Telemetry
 }
 
 // NewEngine validates cfg and prepares a run. Jobs are sorted by (Submit, ID); their
@@ -250,6 +256,11 @@ func NewEngine(cfg Config) (*Engine, error) {
 	}
 	if cfg.Power != nil {
 		if err := e.initPower(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Telemetry != nil {
+		if err := e.initTelemetry(); err != nil {
 			return nil, err
 		}
 	}
@@ -379,7 +390,7 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 		if e.nextArr < len(e.jobs) && e.jobs[e.nextArr].Spec.Submit < t {
 			t = e.jobs[e.nextArr].Spec.Submit
 		}
-		if t == Never || t > horizon || e.fail != nil && e.failuresOnly() {
+		if t == Never || t > horizon || e.fail != nil && e.failuresOnly() || e.tel != nil && e.telemetryOnly() {
 			break
 		}
 		// Only wake-ups left and nothing running: the policy alone can change the
@@ -408,7 +419,7 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 			dirty = true
 		}
 		for e.q.Len() > 0 && e.q.top().t == t && e.q.top().kind >= qRepair {
-			if err := e.failEvent(e.q.pop()); err != nil {
+			if err := e.sideEvent(e.q.pop()); err != nil {
 				return nil, err
 			}
 			dirty = true
@@ -422,8 +433,8 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 		}
 		if idleWake && !acted && e.q.Len() > 0 && e.q.top().kind == qWake && len(e.running) == 0 {
 			// drop remaining wake-ups: nothing can change
-			if e.fail != nil {
-				e.dropWakes() // failure events still matter
+			if e.fail != nil || e.tel != nil {
+				e.dropWakes() // failure and telemetry events still matter
 			} else {
 				e.q.h = e.q.h[:0]
 			}
@@ -480,6 +491,9 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 	}
 	if e.pow != nil {
 		res.Power = e.powerClose()
+	}
+	if e.tel != nil {
+		res.Telemetry = e.finishTelemetry(end)
 	}
 	if e.cfg.Progress != nil {
 		e.cfg.Progress(e.progress())
@@ -700,6 +714,9 @@ func (e *Engine) applyStart(s *Start) error {
 		}
 		j.speed *= f
 	}
+	if e.tel != nil {
+		e.telStart(j)
+	}
 	j.runDone = j.Done
 	j.runRestore = 0
 	if j.restore {
@@ -803,6 +820,9 @@ func (e *Engine) stop(j *Job, keepMem bool) {
 	}
 	if e.pow != nil {
 		e.powerStop(j)
+	}
+	if e.tel != nil {
+		e.telStop(j)
 	}
 	if e.share != nil {
 		e.stopRated(j, mem)
@@ -1019,31 +1039,35 @@ func (e *Engine) runWall(d0, total Duration, s float64, iv Duration) Duration {
 // work), and the wall time spent so far restoring and saving.
 func (e *Engine) runProgress(j *Job, el Duration) (done, ckpt, overhead Duration) {
 	d0, total, s := j.runDone, j.Spec.Duration, j.speed
+	ck0 := d0 // checkpointed work at the run's start
+	if e.tel != nil {
+		ck0 = e.segCkpt(j)
+	}
 	if el <= j.runRestore {
-		return d0, d0, max(0, el)
+		return d0, ck0, max(0, el)
 	}
 	overhead = j.runRestore
 	t := float64(el - j.runRestore) // productive + saving time, µs
 	iv, c := e.ivOf(j), e.cfg.CheckpointSave
 	if iv <= 0 {
 		done = min(total, d0+Duration(t*s))
-		return done, d0, overhead
+		return done, ck0, overhead
 	}
 	if c <= 0 {
 		done = min(total, d0+Duration(t*s))
-		return done, max(d0, done/iv*iv), overhead
+		return done, max(ck0, done/iv*iv), overhead
 	}
 	next := (d0/iv + 1) * iv
 	if next >= total { // no checkpoint before the end
-		return min(total, d0+Duration(t*s)), d0, overhead
+		return min(total, d0+Duration(t*s)), ck0, overhead
 	}
 	tn := float64(next-d0) / s
 	if t < tn {
-		return d0 + Duration(t*s), d0, overhead
+		return d0 + Duration(t*s), ck0, overhead
 	}
 	t -= tn
 	if t < float64(c) { // saving the first checkpoint
-		return next, d0, overhead + Duration(t)
+		return next, ck0, overhead + Duration(t)
 	}
 	t -= float64(c)
 	overhead += c

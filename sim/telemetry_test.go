@@ -1,0 +1,179 @@
+package sim_test
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
+)
+
+// runTel runs one 4 x 8-GPU gang (1,000 s of work) under fifo/first-fit on
+// five 8-GPU nodes (it lands on nodes 0-3) with the given episodes.
+func runTel(t *testing.T, cfg sim.Config, eps ...sim.Degradation) *sim.Result {
+	t.Helper()
+	pol, err := policies.New("fifo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Cluster = simtest.Cluster(t, simtest.Nodes(5, 8))
+	cfg.Jobs = []sim.JobSpec{simtest.MakeJob("gang").GPUs(8).Replicas(4).Dur(1000).Obj()}
+	cfg.Policy = pol
+	cfg.Telemetry = &sim.TelemetryConfig{Source: sim.NewDegradationList(eps)}
+	e, err := sim.NewEngine(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func ep(at, dur float64, n sim.NodeID, clock float64) sim.Degradation {
+	return sim.Degradation{At: sim.Time(sim.Seconds(at)), Duration: sim.Seconds(dur), Node: n, Clock: clock}
+}
+
+func telNear(a, b float64) bool { return math.Abs(a-b) < 1e-6*math.Max(1, math.Abs(b)) }
+
+// TestStragglerSlowsGang: node 2 runs at half clock over [200 s, 500 s). The
+// whole gang runs at its slowest member's speed: 200 s of work by t=200, 150 s
+// in the 300 s at half speed (350 by t=500), the last 650 s at full speed: it
+// ends at 1,150 s instead of 1,000. Slowed GPU time 300 s x 32 GPUs = 9,600
+// GPU-s, of which half (4,800 GPU-s) produced nothing. An episode on node 4
+// (unused) changes nothing; overlapping episodes combine by the minimum.
+func TestStragglerSlowsGang(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		eps                 []sim.Degradation
+		end, slowed, lost   float64
+		jobsSlowed, reseg   int64
+		degradedNodeSeconds float64
+	}{
+		{"one", []sim.Degradation{ep(200, 300, 2, 0.5)}, 1150, 9600, 4800, 1, 2, 300},
+		{"unused-node", []sim.Degradation{ep(200, 300, 4, 0.5)}, 1000, 0, 0, 0, 0, 300},
+		// node 1 at 0.8 over [100, 400), node 3 at 0.5 over [200, 300):
+		// 100 + 100x0.8 + 100x0.5 + 100x0.8 = 310 work by 400, 690 more -> 1,090
+		{"overlap", []sim.Degradation{ep(100, 300, 1, 0.8), ep(200, 100, 3, 0.5)}, 1090, 300 * 32, 32 * (100*0.2 + 100*0.5 + 100*0.2), 1, 4, 400},
+		// the same node twice: min(0.8, 0.5) in [200, 300)
+		{"same-node", []sim.Degradation{ep(100, 300, 1, 0.8), ep(200, 100, 1, 0.5)}, 1090, 300 * 32, 32 * (100*0.2 + 100*0.5 + 100*0.2), 1, 4, 300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := runTel(t, sim.Config{}, tc.eps...)
+			j := &res.Jobs[0]
+			if j.State != sim.StateCompleted || !telNear(j.End.Seconds(), tc.end) {
+				t.Fatalf("state %s end %v, want completed at %v", j.State, j.End.Seconds(), tc.end)
+			}
+			st := res.Telemetry
+			if !telNear(st.SlowedGPUSeconds, tc.slowed) || !telNear(st.LostGPUSeconds, tc.lost) || st.JobsSlowed != tc.jobsSlowed || st.Resegments != tc.reseg {
+				t.Errorf("slowed %v lost %v jobs %d reseg %d, want %v %v %d %d", st.SlowedGPUSeconds, st.LostGPUSeconds, st.JobsSlowed, st.Resegments, tc.slowed, tc.lost, tc.jobsSlowed, tc.reseg)
+			}
+			if !telNear(st.DegradedNodeSeconds, tc.degradedNodeSeconds) || st.Episodes != int64(len(tc.eps)) {
+				t.Errorf("degraded node-s %v episodes %d, want %v %d", st.DegradedNodeSeconds, st.Episodes, tc.degradedNodeSeconds, len(tc.eps))
+			}
+			if j.FirstStart != 0 || j.Wasted != 0 || j.Overhead != 0 {
+				t.Errorf("first start %v wasted %v overhead %v, want 0 0 0", j.FirstStart, j.Wasted, j.Overhead)
+			}
+		})
+	}
+}
+
+// TestStragglerCheckpointSave: checkpoints every 100 s of work take 10 s. The
+// first save runs over [100, 110); node 2 halves its clock at 105, mid-save.
+// The save still ends at 110 (its rest opens the new segment), then 900 s of
+// work at half speed with 8 more saves: 110 + 1,800 + 80 = 1,990 s. Overhead:
+// 9 saves = 90 s. Without the episode: 1,000 + 90 = 1,090 s.
+func TestStragglerCheckpointSave(t *testing.T) {
+	cfg := sim.Config{CheckpointInterval: sim.Seconds(100), CheckpointSave: sim.Seconds(10)}
+	res := runTel(t, cfg)
+	if e := res.Jobs[0].End.Seconds(); e != 1090 {
+		t.Fatalf("no episode: end %v, want 1090", e)
+	}
+	res = runTel(t, cfg, ep(105, 1e6, 2, 0.5))
+	j := &res.Jobs[0]
+	if !telNear(j.End.Seconds(), 1990) || j.Overhead != sim.Seconds(90) || j.Wasted != sim.Seconds(90) {
+		t.Fatalf("end %v overhead %v wasted %v, want 1990 90s 90s", j.End.Seconds(), j.Overhead, j.Wasted)
+	}
+	if st := res.Telemetry; !telNear(st.SlowedGPUSeconds, 1885*32) {
+		t.Errorf("slowed %v GPU-s, want %v", st.SlowedGPUSeconds, 1885*32)
+	}
+}
+
+// TestStragglerKeepsCheckpoint: a clock change cuts the run but saves no
+// checkpoint. Checkpoints every 100 s (instant), restore 20 s. Node 2 halves at
+// 150 s (work 150, checkpoint 100); node 2 fails at 230 s: work 190, the
+// checkpoint is still 100, so 90 s of work at half speed (180 s) plus the
+// restore are lost. The restart on nodes 0, 1, 3, 4 (all at full clock)
+// restores 20 s and runs 900 s: ends at 1,150 s.
+func TestStragglerKeepsCheckpoint(t *testing.T) {
+	cfg := sim.Config{CheckpointInterval: sim.Seconds(100), CheckpointRestore: sim.Seconds(20),
+		Failures: &sim.FailureConfig{Recovery: sim.RecoverRestart, Source: sim.NewIncidentList([]sim.Incident{
+			{At: sim.Time(sim.Seconds(230)), Repair: sim.Hour, GPU: -1, Nodes: []sim.NodeID{2}, Cause: "test"}})}}
+	res := runTel(t, cfg, ep(150, 1e6, 2, 0.5))
+	j := &res.Jobs[0]
+	if !telNear(j.End.Seconds(), 1150) {
+		t.Fatalf("end %v, want 1150", j.End.Seconds())
+	}
+	if lost := res.Failures.JobLost[0].Seconds(); !telNear(lost, 200) {
+		t.Errorf("lost %v s, want 200 (180 s of slowed work + 20 s restore)", lost)
+	}
+	if got := []sim.NodeID{0, 1, 3, 4}; !equalNodes(j.Nodes, got) {
+		t.Errorf("restarted on %v, want %v", j.Nodes, got)
+	}
+}
+
+func equalNodes(a, b []sim.NodeID) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestDegradationGeneratorDeterministic: the same seed draws the same
+// episodes, another seed others; the rate matches the model.
+func TestDegradationGeneratorDeterministic(t *testing.T) {
+	m := sim.DegradationModel{Nodes: []sim.NodeID{0, 1, 2, 3}, Every: sim.Hour, Duration: sim.Dist{Kind: sim.DistExponential, Mean: 10 * sim.Minute}, ClockMin: 0.5, ClockMax: 0.9}
+	draw := func(seed uint64) []sim.Degradation {
+		g, err := sim.NewDegradationGenerator(seed, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []sim.Degradation
+		for d, ok := g.Next(); ok && d.At < sim.Time(1000*sim.Hour); d, ok = g.Next() {
+			if d.Clock < 0.5 || d.Clock > 0.9 || d.Node < 0 || d.Node > 3 || d.Duration <= 0 {
+				t.Fatalf("bad episode %+v", d)
+			}
+			out = append(out, d)
+		}
+		return out
+	}
+	a, b, c := draw(1), draw(1), draw(2)
+	if len(a) != len(b) || len(a) == 0 {
+		t.Fatalf("lengths %d %d", len(a), len(b))
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("episode %d differs: %+v vs %+v", i, a[i], b[i])
+		}
+	}
+	if len(c) > 0 && c[0] == a[0] {
+		t.Errorf("seed 2 drew seed 1's first episode")
+	}
+	// 4 nodes x 1,000 h / 1 h = 4,000 expected (sd 63)
+	if n := len(a); n < 3700 || n > 4300 {
+		t.Errorf("%d episodes in 1,000 h, want about 4,000", n)
+	}
+	for _, bad := range []sim.DegradationModel{{Every: sim.Hour, ClockMin: 0.5, ClockMax: 1}, {Nodes: m.Nodes, ClockMin: 0.5, ClockMax: 1}, {Nodes: m.Nodes, Every: sim.Hour, ClockMin: 0.9, ClockMax: 0.5}} {
+		if _, err := sim.NewDegradationGenerator(1, bad); err == nil {
+			t.Errorf("model %+v accepted", bad)
+		}
+	}
+}
