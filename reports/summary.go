@@ -136,6 +136,8 @@ type Summary struct {
 	Failures *FailureSummary `json:"failures,omitempty"`
 	// Power is present only in runs with a power: block (docs/power.md).
 	Power *PowerSummary `json:"power,omitempty"`
+	// Telemetry is present only in runs with a telemetry: block (docs/telemetry.md).
+	Telemetry *TelemetrySummary `json:"telemetry,omitempty"`
 	// Mode is "live" for a run of `gpusim live` (absent for simulations); Live
 	// describes it (docs/live.md).
 	Mode string       `json:"mode,omitempty"`
@@ -369,6 +371,7 @@ func SummarizeWith(res *sim.Result, prov Provenance, wall time.Duration, price P
 	summarizeServing(res, s)
 	summarizeFailures(res, s)
 	summarizePower(res, s)
+	summarizeTelemetry(res, s)
 	return s
 }
 

@@ -26,6 +26,9 @@ func (s *Scenario) engineConfig(pol sim.Policy, cluster *sim.Cluster, jobs []sim
 	if cfg.Power, err = s.PowerConfig(cluster); err != nil {
 		return cfg, err
 	}
+	if cfg.Telemetry, err = s.TelemetryConfig(cluster); err != nil {
+		return cfg, err
+	}
 	cfg.Cluster = cluster
 	cfg.Jobs = jobs
 	cfg.Policy = pol
