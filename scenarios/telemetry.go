@@ -205,7 +205,7 @@ type TelemetryRow struct {
 func ReadTelemetryParquet(path string) ([]TelemetryRow, error) {
 	f, err := file.OpenParquetFile(path, false)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err // names the file
 	}
 	defer f.Close()
 	fr, err := pqarrow.NewFileReader(f, pqarrow.ArrowReadProperties{}, memory.NewGoAllocator())
