@@ -177,3 +177,49 @@ func TestDegradationGeneratorDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestAvoidDegraded: node 0 runs at half clock over [0, 500 s). An 8-GPU job
+// of 1,000 s arrives at 10 s. Plain fifo/first-fit puts it on node 0: 490 s
+// at half speed (245 s of work), then 755 s: ends at 1,255 s. With
+// avoidDegraded it goes to node 1 and ends at 1,010 s. With both nodes
+// degraded it waits for the first to recover (500 s) and ends at 1,500 s:
+// avoidance trades waiting for speed.
+func TestAvoidDegraded(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		params string
+		eps    []sim.Degradation
+		node   sim.NodeID
+		start  float64
+		end    float64
+	}{
+		{"plain", "{}", []sim.Degradation{ep(0, 500, 0, 0.5)}, 0, 10, 1255},
+		{"avoid", "{avoidDegraded: true}", []sim.Degradation{ep(0, 500, 0, 0.5)}, 1, 10, 1010},
+		{"avoid-all-degraded", "{avoidDegraded: true}", []sim.Degradation{ep(0, 500, 0, 0.5), ep(0, 600, 1, 0.5)}, 0, 500, 1500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pol, err := policies.New("fifo", yamlNode(tc.params))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := sim.Config{
+				Cluster:   simtest.Cluster(t, simtest.Nodes(2, 8)),
+				Jobs:      []sim.JobSpec{simtest.MakeJob("j").GPUs(8).At(10).Dur(1000).Obj()},
+				Policy:    pol,
+				Telemetry: &sim.TelemetryConfig{Source: sim.NewDegradationList(tc.eps)},
+			}
+			e, err := sim.NewEngine(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := e.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := &res.Jobs[0]
+			if j.Nodes[0] != tc.node || !telNear(j.FirstStart.Seconds(), tc.start) || !telNear(j.End.Seconds(), tc.end) {
+				t.Errorf("node %d start %v end %v, want %d %v %v", j.Nodes[0], j.FirstStart.Seconds(), j.End.Seconds(), tc.node, tc.start, tc.end)
+			}
+		})
+	}
+}
