@@ -29,6 +29,9 @@ type Degradation struct {
 	// Clock is the node's clock factor during the episode, in (0, 1]: its GPUs
 	// run at Clock × their normal speed.
 	Clock float64
+	// ECC, when > 1, multiplies the node's failure hazard during the episode
+	// (TelemetryConfig.ECC; uncorrected ECC errors precede GPU memory failures).
+	ECC float64
 }
 
 // DegradationSource yields episodes in nondecreasing At order; Next returns
@@ -40,6 +43,19 @@ type DegradationSource interface {
 // TelemetryConfig turns on telemetry stragglers (Config.Telemetry).
 type TelemetryConfig struct {
 	Source DegradationSource
+	// ECC couples episodes with ECC > 1 to failure injection (Config.Failures
+	// required; ignored without it): during such an episode node n fails, on
+	// top of its failure processes, at the extra rate (ECC − 1) / NodeMTBF[n],
+	// each failure a node incident (Cause "telemetry/ecc") repaired after a
+	// draw of Repair. Draws (time to failure, then repair, per ECC episode at
+	// its start) use the RNG stream "telemetry/ecc" of Config.Seed.
+	ECC *ECCCoupling
+}
+
+// ECCCoupling is TelemetryConfig.ECC.
+type ECCCoupling struct {
+	NodeMTBF []Duration // per node: the MTBF of its node failure process
+	Repair   Dist
 }
 
 // TelemetryStats is Result.Telemetry: what the stragglers cost.
@@ -58,6 +74,9 @@ type TelemetryStats struct {
 	JobsSlowed int64
 	// Resegments counts the run segments cut by clock changes.
 	Resegments int64
+	// ECCFailures counts the node failures the ECC hazard added (started
+	// incidents; a failure drawn while the node was already out is dropped).
+	ECCFailures int64
 	// JobSlowed is per job (JobRef order): whether it ever ran slowed.
 	JobSlowed []bool
 }
@@ -78,12 +97,15 @@ type telState struct {
 	lastT   Time
 	idle    int
 	refs    []JobRef
+	ecc     *rand.Rand
+	eccRep  []Duration // per episode: the repair of its ECC failure
 	stats   TelemetryStats
 }
 
 const (
 	qDegradeEnd   uint8 = 6 // an episode ends (job = episode index)
 	qDegradeBegin uint8 = 7 // the next episode begins (telState.next)
+	qECCFail      uint8 = 8 // an ECC-driven node failure (job = episode index)
 )
 
 func (e *Engine) initTelemetry() error {
@@ -101,6 +123,12 @@ func (e *Engine) initTelemetry() error {
 		t.clock[i] = 1
 	}
 	t.stats.JobSlowed = make([]bool, len(e.jobs))
+	if ec := tc.ECC; ec != nil && e.cfg.Failures != nil {
+		if len(ec.NodeMTBF) != nn {
+			return fmt.Errorf("sim: telemetry ECC coupling has %d node MTBFs for %d nodes", len(ec.NodeMTBF), nn)
+		}
+		t.ecc = Stream(e.cfg.Seed, "telemetry/ecc")
+	}
 	e.tel = t
 	e.pullDegradation()
 	return nil
@@ -128,7 +156,7 @@ func (e *Engine) telemetryOnly() bool {
 	if e.q.Len() == 0 || e.nextArr < len(e.jobs) || len(e.running) > 0 {
 		return false
 	}
-	if k := e.q.top().kind; k != qDegradeBegin && k != qDegradeEnd {
+	if k := e.q.top().kind; k < qDegradeEnd {
 		return false
 	}
 	if e.pendN == 0 || t.nDeg == 0 && (e.fail == nil || e.fail.open == 0) {
@@ -154,6 +182,14 @@ func (e *Engine) telEvent(it qitem) error {
 	} else {
 		t.idle = 0
 	}
+	if it.kind == qECCFail {
+		d := &t.eps[it.job]
+		if e.fail.nodeHeld(d.Node) {
+			return nil // already out of service
+		}
+		t.stats.ECCFailures++
+		return e.incident(Incident{At: e.now, Repair: t.eccRep[it.job], GPU: -1, Nodes: []NodeID{d.Node}, Cause: "telemetry/ecc"})
+	}
 	if it.kind == qDegradeEnd {
 		d := &t.eps[it.job]
 		l := t.active[d.Node]
@@ -167,8 +203,8 @@ func (e *Engine) telEvent(it qitem) error {
 	if d.Node < 0 || int(d.Node) >= e.cluster.NumNodes() {
 		return fmt.Errorf("telemetry episode at t=%s: node %d out of range", d.At, d.Node)
 	}
-	if !(d.Clock > 0 && d.Clock <= 1) {
-		return fmt.Errorf("telemetry episode at t=%s on node %s: clock factor %v not in (0, 1]", d.At, e.cluster.nodes[d.Node].Name, d.Clock)
+	if !(d.Clock > 0 && d.Clock <= 1) || d.ECC < 0 || math.IsNaN(d.ECC) || math.IsInf(d.ECC, 0) {
+		return fmt.Errorf("telemetry episode at t=%s on node %s: clock factor %v not in (0, 1] or ECC multiplier %v not finite and >= 0", d.At, e.cluster.nodes[d.Node].Name, d.Clock, d.ECC)
 	}
 	if d.Duration <= 0 {
 		return nil
@@ -179,6 +215,17 @@ func (e *Engine) telEvent(it qitem) error {
 	t.active[d.Node] = append(t.active[d.Node], int32(idx))
 	e.seq++
 	e.q.push(qitem{t: d.At.Add(d.Duration), kind: qDegradeEnd, seq: e.seq, job: JobRef(idx)})
+	if t.ecc != nil {
+		t.eccRep = append(t.eccRep, 0)
+		if d.ECC > 1 {
+			ttf := Dist{Kind: DistExponential, Mean: Duration(float64(t.cfg.ECC.NodeMTBF[d.Node]) / (d.ECC - 1))}.Sample(t.ecc)
+			t.eccRep[idx] = t.cfg.ECC.Repair.Sample(t.ecc)
+			if ttf < d.Duration {
+				e.seq++
+				e.q.push(qitem{t: d.At.Add(ttf), kind: qECCFail, seq: e.seq, job: JobRef(idx)})
+			}
+		}
+	}
 	return e.setClock(d.Node)
 }
 

@@ -223,3 +223,61 @@ func TestAvoidDegraded(t *testing.T) {
 		})
 	}
 }
+
+// TestECCHazard: 1,000 episodes of 500 s on one node whose node MTBF is
+// 10,000 s, with ECC multiplier 21: an extra failure rate of 20/10,000 s, so
+// each episode brings a failure with probability 1 − e^(−1) = 0.632: about
+// 632 (sd 15) ECC failures, each interrupting the job running there. Without
+// failure injection the coupling is off; multiplier 1 adds nothing.
+func TestECCHazard(t *testing.T) {
+	run := func(ecc float64, withFailures bool, seed uint64) *sim.Result {
+		var eps []sim.Degradation
+		for i := range 1000 {
+			eps = append(eps, sim.Degradation{At: sim.Time(sim.Seconds(float64(1000 * i))), Duration: sim.Seconds(500), Node: 0, Clock: 0.9, ECC: ecc})
+		}
+		pol, err := policies.New("fifo", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := sim.Config{
+			Cluster: simtest.Cluster(t, simtest.Nodes(1, 8)),
+			Jobs:    []sim.JobSpec{simtest.MakeJob("long").GPUs(8).Dur(2e6).Obj()},
+			Policy:  pol,
+			Seed:    seed,
+			Telemetry: &sim.TelemetryConfig{Source: sim.NewDegradationList(eps),
+				ECC: &sim.ECCCoupling{NodeMTBF: []sim.Duration{sim.Seconds(10000)}, Repair: sim.Dist{Kind: sim.DistFixed, Mean: sim.Second}}},
+		}
+		if withFailures {
+			cfg.Failures = &sim.FailureConfig{Recovery: sim.RecoverRestart, Source: sim.NewIncidentList(nil)}
+		}
+		e, err := sim.NewEngine(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := run(21, true, 1)
+	n := res.Telemetry.ECCFailures
+	if n < 632-60 || n > 632+60 {
+		t.Errorf("%d ECC failures, want about 632", n)
+	}
+	if res.Failures.Incidents != n || res.Failures.Interruptions != n {
+		t.Errorf("incidents %d interruptions %d, want %d each", res.Failures.Incidents, res.Failures.Interruptions, n)
+	}
+	if again := run(21, true, 1); again.Telemetry.ECCFailures != n || again.Jobs[0].End != res.Jobs[0].End {
+		t.Errorf("not deterministic: %d vs %d failures", again.Telemetry.ECCFailures, n)
+	}
+	if other := run(21, true, 2); other.Telemetry.ECCFailures == n && other.Jobs[0].End == res.Jobs[0].End {
+		t.Errorf("seed 2 drew the same failures as seed 1")
+	}
+	if r := run(1, true, 1); r.Telemetry.ECCFailures != 0 || r.Failures.Incidents != 0 {
+		t.Errorf("multiplier 1: %d ECC failures", r.Telemetry.ECCFailures)
+	}
+	if r := run(21, false, 1); r.Telemetry.ECCFailures != 0 || r.Failures != nil {
+		t.Errorf("without failures: %d ECC failures", r.Telemetry.ECCFailures)
+	}
+}
