@@ -32,6 +32,9 @@ type DegradationModelSpec struct {
 	Every    policies.Dur `yaml:"every"`    // per node, > 0
 	Duration *DistSpec    `yaml:"duration"` // default exponential, mean 1h
 	Clock    ClockRange   `yaml:"clock"`
+	// ECCHazard (>= 1, default 1) multiplies the node's failure hazard
+	// (failures.node) during every episode.
+	ECCHazard float64 `yaml:"eccHazard"`
 }
 
 // ClockRange is a clock factor range in (0, 1].
@@ -50,6 +53,10 @@ type TelemetryReplaySpec struct {
 	Node        string       `yaml:"node"` // node name (cluster.pools[].name-<i>)
 	At          policies.Dur `yaml:"at"`
 	MaxClockMHz float64      `yaml:"maxClockMHz"` // the GPU's maximum SM clock (H100 SXM: 1980)
+	// ECCHazard (>= 1, default 1) multiplies the node's failure hazard
+	// (failures.node) over the sample interval that follows a sample at which
+	// a GPU's ecc_uncorrected count had risen.
+	ECCHazard float64 `yaml:"eccHazard"`
 }
 
 // SlowdownThrottleMask are the NVML clocks-event reasons that make a GPU a
@@ -82,6 +89,7 @@ func (s *Scenario) validateTelemetry() sim.FieldErrors {
 		if !(c.Max >= c.Min && c.Max <= 1) {
 			fe.Add("telemetry.model.clock.max", "must be in [min, 1]")
 		}
+		s.validateECC(&fe, "telemetry.model.eccHazard", m.ECCHazard)
 	}
 	for i, r := range t.Replay {
 		p := fmt.Sprintf("telemetry.replay[%d]", i)
@@ -97,8 +105,34 @@ func (s *Scenario) validateTelemetry() sim.FieldErrors {
 		if !(r.MaxClockMHz > 0) || math.IsInf(r.MaxClockMHz, 0) {
 			fe.Add(p+".maxClockMHz", "must be > 0 (the GPU's maximum SM clock, e.g. 1980 for H100 SXM)")
 		}
+		s.validateECC(&fe, p+".eccHazard", r.ECCHazard)
 	}
 	return fe
+}
+
+// validateECC checks an eccHazard multiplier: 0 (unset) or >= 1; above 1 it
+// needs the failures: block's node process, whose hazard it multiplies.
+func (s *Scenario) validateECC(fe *sim.FieldErrors, path string, m float64) {
+	switch {
+	case m == 0:
+	case !(m >= 1) || math.IsInf(m, 0):
+		fe.Add(path, "must be a finite multiplier >= 1")
+	case m > 1 && (s.Failures == nil || !s.Failures.Node.on() || s.Failures.Random != nil && !*s.Failures.Random):
+		fe.Add(path, "multiplies the node failure hazard: needs a failures: block with its node process on")
+	}
+}
+
+// eccOn reports whether some episode source has an ECC multiplier > 1.
+func (t *TelemetrySpec) eccOn() bool {
+	if t.Model != nil && t.Model.ECCHazard > 1 {
+		return true
+	}
+	for _, r := range t.Replay {
+		if r.ECCHazard > 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // TelemetryConfig returns the engine's telemetry settings for cluster c (a
@@ -116,7 +150,7 @@ func (s *Scenario) TelemetryConfig(c *sim.Cluster) (*sim.TelemetryConfig, error)
 			nodes[i] = sim.NodeID(i)
 		}
 		g, err := sim.NewDegradationGenerator(s.SeedValue(), sim.DegradationModel{Nodes: nodes, Every: sim.Duration(m.Every),
-			Duration: m.Duration.dist(sim.Hour), ClockMin: m.Clock.Min, ClockMax: m.Clock.Max})
+			Duration: m.Duration.dist(sim.Hour), ClockMin: m.Clock.Min, ClockMax: m.Clock.Max, ECC: m.ECCHazard})
 		if err != nil {
 			return nil, s.fieldErr("telemetry.model", err)
 		}
@@ -133,10 +167,21 @@ func (s *Scenario) TelemetryConfig(c *sim.Cluster) (*sim.TelemetryConfig, error)
 		}
 		sources = append(sources, sim.NewDegradationList(eps))
 	}
-	if len(sources) == 1 {
-		return &sim.TelemetryConfig{Source: sources[0]}, nil
+	tc := &sim.TelemetryConfig{Source: sources[0]}
+	if len(sources) > 1 {
+		tc.Source = &mergedDegradations{src: sources}
 	}
-	return &sim.TelemetryConfig{Source: &mergedDegradations{src: sources}}, nil
+	if t.eccOn() && s.Failures != nil {
+		// the node process's MTBF and repair (failureProcesses)
+		f := s.Failures.Node
+		ec := &sim.ECCCoupling{NodeMTBF: make([]sim.Duration, c.NumNodes()), Repair: f.repair()}
+		for n := range ec.NodeMTBF {
+			nd := c.Node(sim.NodeID(n))
+			ec.NodeMTBF[n] = f.mtbfFor(nd.GPUModel, nodeMTBF(nd.GPUs))
+		}
+		tc.ECC = ec
+	}
+	return tc, nil
 }
 
 // mergedDegradations merges sources by At (ties: the earlier source first).
@@ -187,7 +232,7 @@ func (s *Scenario) replayEpisodes(c *sim.Cluster, i int) ([]sim.Degradation, err
 	if err != nil {
 		return nil, s.fieldErr(p+".path", err)
 	}
-	return TelemetryEpisodes(rows, node, sim.Time(r.At), r.MaxClockMHz), nil
+	return TelemetryEpisodes(rows, node, sim.Time(r.At), r.MaxClockMHz, r.ECCHazard), nil
 }
 
 // TelemetryRow is one GPU sample of a `gpusim calibrate telemetry` file (the
@@ -272,9 +317,11 @@ func ReadTelemetryParquet(path string) ([]TelemetryRow, error) {
 // A GPU is slowed while its throttle reasons include a SlowdownThrottleMask
 // bit, at factor sm_clock_mhz / maxClock (clamped to (0, 1]); each sample
 // holds until the GPU's next sample (the last one: one median interval).
-// The node's factor at a time is the minimum over its GPUs; consecutive
-// intervals at one factor form one episode.
-func TelemetryEpisodes(rows []TelemetryRow, n sim.NodeID, at sim.Time, maxClock float64) []sim.Degradation {
+// The node's factor at a time is the minimum over its GPUs. The interval that
+// follows a sample at which some GPU's ecc_uncorrected count is above its
+// previous sample's gets ECC multiplier ecc (when > 1). Consecutive intervals with one factor and one
+// ECC multiplier form one episode.
+func TelemetryEpisodes(rows []TelemetryRow, n sim.NodeID, at sim.Time, maxClock, ecc float64) []sim.Degradation {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -291,14 +338,20 @@ func TelemetryEpisodes(rows []TelemetryRow, n sim.NodeID, at sim.Time, maxClock 
 		step = (times[len(times)-1] - times[0]) / int64(len(times)-1)
 	}
 	factor := make([]float64, len(times))
+	hazard := make([]float64, len(times))
 	for i := range factor {
 		factor[i] = 1
 	}
+	lastECC := map[int32]int64{}
 	k := 0
 	for _, r := range rows {
 		for times[k] < r.TimeUS {
 			k++
 		}
+		if prev, ok := lastECC[r.GPU]; ok && ecc > 1 && prev >= 0 && r.ECCUncorrected > prev {
+			hazard[k] = ecc
+		}
+		lastECC[r.GPU] = r.ECCUncorrected
 		if r.ThrottleReasons > 0 && r.ThrottleReasons&SlowdownThrottleMask != 0 && r.SMClockMHz > 0 {
 			f := min(1, r.SMClockMHz/maxClock)
 			factor[k] = min(factor[k], f)
@@ -306,17 +359,17 @@ func TelemetryEpisodes(rows []TelemetryRow, n sim.NodeID, at sim.Time, maxClock 
 	}
 	var out []sim.Degradation
 	for i := 0; i < len(times); {
-		f := factor[i]
+		f, h := factor[i], hazard[i]
 		j := i + 1
-		for j < len(times) && factor[j] == f {
+		for j < len(times) && factor[j] == f && hazard[j] == h {
 			j++
 		}
-		if f < 1 {
+		if f < 1 || h > 1 {
 			end := times[len(times)-1] + step
 			if j < len(times) {
 				end = times[j]
 			}
-			out = append(out, sim.Degradation{At: at.Add(sim.Duration(times[i] - t0)), Duration: sim.Duration(end - times[i]), Node: n, Clock: f})
+			out = append(out, sim.Degradation{At: at.Add(sim.Duration(times[i] - t0)), Duration: sim.Duration(end - times[i]), Node: n, Clock: f, ECC: h})
 		}
 		i = j
 	}

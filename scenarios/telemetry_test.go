@@ -25,7 +25,7 @@ func TestTelemetryReplayIdleH100(t *testing.T) {
 	if len(rows) != 5 || rows[0].SMClockMHz != 345 || rows[0].ThrottleReasons != 1 || rows[0].ECCUncorrected != 0 {
 		t.Fatalf("rows %+v", rows)
 	}
-	if eps := TelemetryEpisodes(rows, 3, 0, 1980); len(eps) != 0 {
+	if eps := TelemetryEpisodes(rows, 3, 0, 1980, 0); len(eps) != 0 {
 		t.Errorf("idle file gave episodes %+v", eps)
 	}
 }
@@ -40,7 +40,7 @@ func TestTelemetryEpisodesHandWorked(t *testing.T) {
 	}
 	rows := []TelemetryRow{row(0, 0, 1980, 0), row(0, 1, 1980, 0), row(1, 0, 1980, 0), row(1, 1, 990, 64),
 		row(2, 0, 1485, 8), row(2, 1, 990, 64), row(3, 0, 1000, 4), row(3, 1, 1980, 0), row(4, 0, 1782, 8), row(4, 1, 1980, 0)}
-	got := TelemetryEpisodes(rows, 7, sim.Time(sim.Hour), 1980)
+	got := TelemetryEpisodes(rows, 7, sim.Time(sim.Hour), 1980, 0)
 	want := []sim.Degradation{
 		{At: sim.Time(sim.Hour + sim.Second), Duration: 2 * sim.Second, Node: 7, Clock: 0.5},
 		{At: sim.Time(sim.Hour + 4*sim.Second), Duration: sim.Second, Node: 7, Clock: 0.9},
@@ -187,5 +187,61 @@ func TestTelemetryDeterminismAndAvoidance(t *testing.T) {
 	}
 	if !(avoid.LostGPUSeconds < 0.5*plain.LostGPUSeconds) || !(avoid.JobsSlowed < plain.JobsSlowed) {
 		t.Errorf("avoidance: lost %v vs %v GPU-s, jobs slowed %d vs %d", avoid.LostGPUSeconds, plain.LostGPUSeconds, avoid.JobsSlowed, plain.JobsSlowed)
+	}
+}
+
+// ECC in a replay: GPU 0's uncorrected count goes 0, 0, 2, 2 at t = 0..3 s
+// while GPU 1 is throttled to 0.5 over [1, 3): the interval after the rise,
+// [2, 3), carries the multiplier; [3, 4) has neither slowdown nor a new error.
+func TestTelemetryEpisodesECC(t *testing.T) {
+	row := func(s, g int, mhz float64, why, ecc int64) TelemetryRow {
+		return TelemetryRow{TimeUS: int64(s) * 1e6, GPU: int32(g), SMClockMHz: mhz, ThrottleReasons: why, ECCUncorrected: ecc}
+	}
+	rows := []TelemetryRow{row(0, 0, 1980, 0, 0), row(0, 1, 1980, 0, -1), row(1, 0, 1980, 0, 0), row(1, 1, 990, 64, -1),
+		row(2, 0, 1980, 0, 2), row(2, 1, 990, 64, -1), row(3, 0, 1980, 0, 2), row(3, 1, 1980, 0, -1)}
+	got := TelemetryEpisodes(rows, 0, 0, 1980, 5)
+	want := []sim.Degradation{
+		{At: sim.Time(sim.Second), Duration: sim.Second, Node: 0, Clock: 0.5},
+		{At: sim.Time(2 * sim.Second), Duration: sim.Second, Node: 0, Clock: 0.5, ECC: 5},
+	}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	if got := TelemetryEpisodes(rows, 0, 0, 1980, 0); len(got) != 1 || got[0].Duration != 2*sim.Second {
+		t.Errorf("without eccHazard: %+v, want one 2 s episode", got)
+	}
+	_, err := Parse([]byte(strings.Replace(telScenario, "%TEL%", "  model: {every: 10h, clock: {min: 0.5, max: 1}, eccHazard: 3}", 1)), "s.yaml", nil)
+	if err == nil || !strings.Contains(err.Error(), "s.yaml:11: telemetry.model.eccHazard: multiplies the node failure hazard: needs a failures: block") {
+		t.Errorf("eccHazard without failures: %v", err)
+	}
+	_, err = Parse([]byte(strings.Replace(telScenario, "%TEL%", "  model: {every: 10h, clock: {min: 0.5, max: 1}, eccHazard: 0.5}", 1)), "s.yaml", nil)
+	if err == nil || !strings.Contains(err.Error(), "s.yaml:11: telemetry.model.eccHazard: must be a finite multiplier >= 1") {
+		t.Errorf("eccHazard 0.5: %v", err)
+	}
+}
+
+// Scenario wiring of the ECC coupling: failures.node's MTBF (1,000 h) and
+// repair feed it; episodes every 10 h per node of 5 h at ECC x 200 add node
+// failures (a rate of 199/1,000 h while degraded, p = 1 − e^(−0.995) per
+// episode) during a 200 h job on both nodes (checkpoints every hour).
+func TestTelemetryECCScenario(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "jobs.csv"), []byte("id,submit_s,gpus,duration_s,replicas\nj,0,8,720000,2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	y := strings.Replace(telScenario, "%TEL%", "  model: {every: 10h, duration: {distribution: fixed, mean: 5h}, clock: {min: 0.9, max: 0.9}, eccHazard: 200}\nfailures: {strategy: restart, gpu: {enabled: false}, node: {mtbf: 1000h, repair: {distribution: fixed, mean: 1h}}}", 1)
+	y = strings.Replace(y, "seed: 1\n", "seed: 1\nsimulation: {checkpointInterval: 1h, horizon: 5000h}\n", 1)
+	sc, err := Parse([]byte(y), filepath.Join(dir, "s.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := runScenario(t, sc)[0].Result
+	st := res.Telemetry
+	if st.ECCFailures == 0 || res.Failures.Incidents < st.ECCFailures {
+		t.Fatalf("ECC failures %d, incidents %d", st.ECCFailures, res.Failures.Incidents)
+	}
+	// about 0.63 of the episodes (minus those on a node already down)
+	if r := float64(st.ECCFailures) / float64(st.Episodes); r < 0.4 || r > 0.75 {
+		t.Errorf("%d ECC failures in %d episodes (%.2f), want about 0.6", st.ECCFailures, st.Episodes, r)
 	}
 }

@@ -467,6 +467,7 @@ type DegradationModel struct {
 	Duration Dist
 	ClockMin float64
 	ClockMax float64
+	ECC      float64 // every episode's ECC hazard multiplier (Degradation.ECC)
 }
 
 // DegradationGenerator is a DegradationSource drawing from a DegradationModel
@@ -503,5 +504,5 @@ func (g *DegradationGenerator) Next() (Degradation, bool) {
 	n := m.Nodes[g.rng.IntN(len(m.Nodes))]
 	d := m.Duration.Sample(g.rng)
 	c := m.ClockMin + (m.ClockMax-m.ClockMin)*g.rng.Float64()
-	return Degradation{At: Time(g.t), Duration: d, Node: n, Clock: c}, true
+	return Degradation{At: Time(g.t), Duration: d, Node: n, Clock: c, ECC: m.ECC}, true
 }
