@@ -22,6 +22,8 @@ type TelemetrySummary struct {
 	// clock changes applied to running jobs.
 	JobsSlowed int64 `json:"jobs_slowed"`
 	Resegments int64 `json:"resegments"`
+	// ECCFailures counts the node failures eccHazard added.
+	ECCFailures int64 `json:"ecc_failures"`
 }
 
 func summarizeTelemetry(res *sim.Result, s *Summary) {
@@ -29,7 +31,7 @@ func summarizeTelemetry(res *sim.Result, s *Summary) {
 	if st == nil {
 		return
 	}
-	ts := &TelemetrySummary{Episodes: st.Episodes, JobsSlowed: st.JobsSlowed, Resegments: st.Resegments,
+	ts := &TelemetrySummary{Episodes: st.Episodes, JobsSlowed: st.JobsSlowed, Resegments: st.Resegments, ECCFailures: st.ECCFailures,
 		DegradedNodeHours: round(st.DegradedNodeSeconds / 3600),
 		SlowedGPUHours:    round(st.SlowedGPUSeconds / 3600),
 		LostGPUHours:      round(st.LostGPUSeconds / 3600)}
