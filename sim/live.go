@@ -130,6 +130,9 @@ func NewLive(cfg Config, b Backend, extra int, grace Duration) (*Live, error) {
 	if cfg.Power != nil {
 		return nil, errors.New("sim: live: power accounting (power:) is not supported in live mode yet")
 	}
+	if cfg.Telemetry != nil {
+		return nil, errors.New("sim: live: simulated stragglers (telemetry:) are not supported in live mode: real clocks are observed, not injected")
+	}
 	if extra < 0 {
 		return nil, fmt.Errorf("sim: live: negative extra capacity %d", extra)
 	}
