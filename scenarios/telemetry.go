@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -76,6 +78,11 @@ func (s *Scenario) validateTelemetry() sim.FieldErrors {
 	}
 	if s.sharingOn() {
 		fe.Add("telemetry", "telemetry stragglers do not support device-level GPU sharing (cluster.pools[].sharing / interference)")
+	}
+	for i, p := range s.Policies {
+		if p.Name != "" && !slices.Contains(recoveryPolicies, p.Name) {
+			fe.Add(fmt.Sprintf("policies[%d].name", i), "telemetry: is supported only with %s: %s keeps its own run-time accounting from a job's run start, which a mid-run clock change moves", strings.Join(recoveryPolicies, ", "), p.Name)
+		}
 	}
 	if m := t.Model; m != nil {
 		if m.Every <= 0 {

@@ -214,6 +214,10 @@ func TestTelemetryEpisodesECC(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "s.yaml:11: telemetry.model.eccHazard: multiplies the node failure hazard: needs a failures: block") {
 		t.Errorf("eccHazard without failures: %v", err)
 	}
+	_, err = Parse([]byte(strings.Replace(strings.Replace(telScenario, "%TEL%", "  model: {every: 10h, clock: {min: 0.5, max: 1}}", 1), "name: fifo", "name: tiresias", 1)), "s.yaml", nil)
+	if err == nil || !strings.Contains(err.Error(), "s.yaml:13: policies[0].name: telemetry: is supported only with fifo, sjf, priority, easy-backfill, conservative-backfill") {
+		t.Errorf("tiresias: %v", err)
+	}
 	_, err = Parse([]byte(strings.Replace(telScenario, "%TEL%", "  model: {every: 10h, clock: {min: 0.5, max: 1}, eccHazard: 0.5}", 1)), "s.yaml", nil)
 	if err == nil || !strings.Contains(err.Error(), "s.yaml:11: telemetry.model.eccHazard: must be a finite multiplier >= 1") {
 		t.Errorf("eccHazard 0.5: %v", err)
