@@ -249,7 +249,6 @@ func (e *Engine) setClock(n NodeID) error {
 		t.nDeg++
 	}
 	t.clock[n] = f
-	e.cluster.nodeVer[n]++ // placements cached on the node's state are stale
 	t.refs = t.refs[:0]
 	for _, j := range e.running {
 		if slices.Contains(j.Nodes, n) {
