@@ -439,10 +439,14 @@ type DegradationList struct {
 	i   int
 }
 
-// NewDegradationList sorts a copy of eps by (At, input order) and serves it.
+// NewDegradationList sorts a copy of eps by (At, Node, Duration, Clock, ECC),
+// so that the run does not depend on the input order, and serves it.
 func NewDegradationList(eps []Degradation) *DegradationList {
 	l := &DegradationList{eps: slices.Clone(eps)}
-	slices.SortStableFunc(l.eps, func(a, b Degradation) int { return cmp.Compare(a.At, b.At) })
+	slices.SortFunc(l.eps, func(a, b Degradation) int {
+		return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(a.Node, b.Node), cmp.Compare(a.Duration, b.Duration),
+			cmp.Compare(a.Clock, b.Clock), cmp.Compare(a.ECC, b.ECC))
+	})
 	return l
 }
 

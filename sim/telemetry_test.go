@@ -2,7 +2,10 @@ package sim_test
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gpusim/gpusim/policies"
@@ -279,5 +282,62 @@ func TestECCHazard(t *testing.T) {
 	}
 	if r := run(21, false, 1); r.Telemetry.ECCFailures != 0 || r.Failures != nil {
 		t.Errorf("without failures: %d ECC failures", r.Telemetry.ECCFailures)
+	}
+}
+
+// TestStragglerLossProperty: random overlapping episodes on 12 nodes and 150
+// random gangs, no checkpoints. A job at base speed 1 does f·dt work in dt, so
+// its run wall time minus its duration is Σ (1 − f)·dt: summed × GPUs over
+// the jobs it must equal LostGPUSeconds (up to the 1 µs rounding of each
+// segment's end). Shuffling the episode list changes nothing.
+func TestStragglerLossProperty(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	var jobs []sim.JobSpec
+	for i := range 150 {
+		jobs = append(jobs, simtest.MakeJob(fmt.Sprintf("j%03d", i)).GPUs(int32(1+rng.IntN(8))).Replicas(int32(1+rng.IntN(3))).
+			At(float64(rng.IntN(20000))).Dur(float64(100+rng.IntN(5000))).Obj())
+	}
+	var eps []sim.Degradation
+	for range 300 {
+		eps = append(eps, ep(float64(rng.IntN(60000)), float64(1+rng.IntN(3000)), sim.NodeID(rng.IntN(12)), 0.3+0.7*rng.Float64()))
+	}
+	run := func(eps []sim.Degradation) *sim.Result {
+		pol, err := policies.New("easy-backfill", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := sim.NewEngine(sim.Config{Cluster: simtest.Cluster(t, simtest.Nodes(12, 8)), Jobs: jobs, Policy: pol,
+			Telemetry: &sim.TelemetryConfig{Source: sim.NewDegradationList(eps)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := run(eps)
+	var lost float64
+	for i := range res.Jobs {
+		j := &res.Jobs[i]
+		if j.State != sim.StateCompleted {
+			t.Fatalf("job %s %s", j.Spec.ID, j.State)
+		}
+		lost += (j.End.Sub(j.FirstStart) - j.Spec.Duration).Seconds() * float64(j.Spec.TotalGPUs())
+	}
+	st := res.Telemetry
+	if st.Resegments < 50 || st.JobsSlowed < 20 {
+		t.Fatalf("too few slowdowns to test: %+v", st)
+	}
+	if tol := float64(st.Resegments) * 24 * 1e-6; math.Abs(lost-st.LostGPUSeconds) > tol {
+		t.Errorf("Σ GPUs × (wall − duration) = %v GPU-s, LostGPUSeconds %v (tolerance %v)", lost, st.LostGPUSeconds, tol)
+	}
+	rng.Shuffle(len(eps), func(a, b int) { eps[a], eps[b] = eps[b], eps[a] })
+	again := run(eps)
+	for i := range res.Jobs {
+		if res.Jobs[i].End != again.Jobs[i].End || !slices.Equal(res.Jobs[i].Nodes, again.Jobs[i].Nodes) {
+			t.Fatalf("job %s differs after shuffling the episodes", res.Jobs[i].Spec.ID)
+		}
 	}
 }
