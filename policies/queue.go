@@ -45,6 +45,10 @@ type QueueParams struct {
 	// Resolution (backfill): expected end times are rounded up to a multiple of this
 	// (Slurm bf_resolution; default 0 = exact).
 	Resolution Dur `yaml:"resolution"`
+	// AvoidDegraded: place no job on a node that runs slow now (telemetry
+	// stragglers, docs/telemetry.md; sim.View.NodeDegraded). The jobs running
+	// there stay. Without a telemetry: block no node is degraded.
+	AvoidDegraded bool `yaml:"avoidDegraded"`
 }
 
 func init() {
@@ -57,8 +61,8 @@ func init() {
 			return newQueuePolicy(name, o, bf, p)
 		})
 	}
-	const basic = "placement: first-fit|best-fit|spread|topology-best-fit|tas|hived|binpack|fgd (gpusim policies lists them); strict: true|false"
-	const bfp = "placement; window (0=unlimited); maxJobsTest; resolution"
+	const basic = "placement: first-fit|best-fit|spread|topology-best-fit|tas|hived|binpack|fgd (gpusim policies lists them); strict: true|false; avoidDegraded: true|false"
+	const bfp = "placement; window (0=unlimited); maxJobsTest; resolution; avoidDegraded"
 	reg("fifo", "First come, first served with strict head-of-line blocking: nothing starts while the oldest job waits.", basic, orderFIFO, bfNone)
 	reg("priority", "Highest priority first (then submit time); strict head-of-line blocking unless strict: false.", basic, orderPriority, bfNone)
 	reg("sjf", "Shortest job first by the walltime estimate (never the true duration unless oracle); blocking unless strict: false.", basic, orderSJF, bfNone)
@@ -77,6 +81,12 @@ type queuePolicy struct {
 	res     sim.Duration
 
 	prepC *sim.Cluster // cluster the placer was prepared for (placement.Prepare)
+
+	// avoid (QueueParams.AvoidDegraded): while some node is degraded, pl.Allow
+	// is allowFn, which refuses them (through view, the current View).
+	avoid   bool
+	view    *sim.View
+	allowFn func(sim.NodeID) bool
 
 	// hold, when set, is asked first about every pending job of the main pass:
 	// true keeps the job pending (it recorded its reason) without blocking the
@@ -111,6 +121,10 @@ func newQueuePolicy(name string, o order, bf backfillMode, p QueueParams) (*queu
 		window: sim.Duration(p.Window), maxTest: p.MaxJobsTest, res: sim.Duration(p.Resolution)}
 	if p.Strict != nil {
 		q.strict = *p.Strict
+	}
+	if p.AvoidDegraded {
+		q.avoid = true
+		q.allowFn = func(n sim.NodeID) bool { return !q.view.NodeDegraded(n) }
 	}
 	if bf != bfNone && !q.strict {
 		errs = append(errs, fmt.Errorf("strict: backfill policies are strict by definition"))
@@ -257,6 +271,12 @@ func (q *queuePolicy) settle() {
 
 func (q *queuePolicy) Schedule(v *sim.View, p *sim.Plan) error {
 	q.init(v)
+	if q.avoid {
+		q.view, q.pl.Allow = v, nil
+		if v.DegradedNodes() > 0 {
+			q.pl.Allow = q.allowFn
+		}
+	}
 	c := v.Cluster()
 	if q.prepC != c {
 		if err := placement.Prepare(q.placer, v); err != nil {

@@ -140,6 +140,8 @@ type Summary struct {
 	DAG *DAGSummary `json:"dag,omitempty"`
 	// CheckpointIO is present only in runs with a storage: block (docs/checkpoint-io.md).
 	CheckpointIO *CheckpointIOSummary `json:"checkpoint_io,omitempty"`
+	// Telemetry is present only in runs with a telemetry: block (docs/telemetry.md).
+	Telemetry *TelemetrySummary `json:"telemetry,omitempty"`
 	// Mode is "live" for a run of `gpusim live` (absent for simulations); Live
 	// describes it (docs/live.md).
 	Mode string       `json:"mode,omitempty"`
@@ -375,6 +377,7 @@ func SummarizeWith(res *sim.Result, prov Provenance, wall time.Duration, price P
 	summarizePower(res, s)
 	summarizeDAG(res, s)
 	summarizeStorage(res, s)
+	summarizeTelemetry(res, s)
 	return s
 }
 

@@ -27,6 +27,9 @@ func (s *Scenario) engineConfig(pol sim.Policy, cluster *sim.Cluster, jobs []sim
 		return cfg, err
 	}
 	cfg.Storage = s.StorageConfig()
+	if cfg.Telemetry, err = s.TelemetryConfig(cluster); err != nil {
+		return cfg, err
+	}
 	cfg.Cluster = cluster
 	cfg.Jobs = jobs
 	cfg.Policy = pol

@@ -73,6 +73,9 @@ type Scenario struct {
 	// Storage, when present, makes checkpoint saves share a storage bandwidth
 	// (see StorageSpec, docs/checkpoint-io.md).
 	Storage *StorageSpec `yaml:"storage"`
+	// Telemetry, when present, slows nodes by degradation episodes
+	// (stragglers, docs/telemetry.md).
+	Telemetry *TelemetrySpec `yaml:"telemetry"`
 
 	carbon  *sim.CarbonSeries          // Power.Carbon, loaded by validatePower
 	tput    *workloads.ThroughputTable // Throughputs, loaded once
@@ -288,6 +291,7 @@ func Parse(data []byte, file string, sets []string) (*Scenario, error) {
 	fe = append(fe, sc.validateServing()...)
 	fe = append(fe, sc.validatePower()...)
 	fe = append(fe, sc.validateWorkflows()...)
+	fe = append(fe, sc.validateTelemetry()...)
 	pp := sc.validatePolicyParams()
 	if len(fe) > 0 || len(pp) > 0 {
 		e := sc.problems(fe)
@@ -349,10 +353,24 @@ func (s *Scenario) Save(path string) error {
 		return err
 	}
 	root := doc.Content[0]
-	for _, p := range []string{"workload.trace.path", "cluster.from.path", "power.carbon.path"} {
+	paths := []string{"workload.trace.path", "cluster.from.path", "power.carbon.path"}
+	if s.Telemetry != nil {
+		for i := range s.Telemetry.Replay {
+			paths = append(paths, fmt.Sprintf("telemetry.replay[%d].path", i))
+		}
+	}
+	for _, p := range paths {
 		steps, _ := parsePath(p)
 		n := root
 		for _, st := range steps {
+			if st.index >= 0 { // a list item (telemetry.replay[i])
+				if n.Kind != yaml.SequenceNode || st.index >= len(n.Content) {
+					n = nil
+					break
+				}
+				n = n.Content[st.index]
+				continue
+			}
 			if _, n = mapGet(n, st.key); n == nil {
 				break
 			}

@@ -80,6 +80,11 @@ func (s *Scenario) validateStorage() sim.FieldErrors {
 	if s.sharingOn() {
 		fe.Add("storage", "checkpoint I/O does not support device-level GPU sharing (cluster.pools[].sharing / interference) yet")
 	}
+	if s.Telemetry != nil {
+		// a straggler episode cuts a running job into segments, which the
+		// storage phases (restore, work, save) do not follow yet
+		fe.Add("storage", "checkpoint I/O does not support telemetry: (stragglers) yet")
+	}
 	if f := s.Failures; f != nil {
 		if f.Recovery.Strategy == "fault-tolerant" {
 			fe.Add("failures.strategy", "fault-tolerant recovery is not supported with storage: yet (use restart)")

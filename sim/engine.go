@@ -76,6 +76,9 @@ type Config struct {
 	// Storage turns on checkpoint I/O over shared storage bandwidth
 	// (storage.go); nil keeps every output as without it.
 	Storage *StorageConfig
+	// Telemetry turns on telemetry stragglers (telemetry.go); nil keeps every
+	// output as without it.
+	Telemetry *TelemetryConfig
 	// NoLog disables the event log (benchmarks).
 	NoLog bool
 	// LogFeed, when set (and NoLog is not), receives the event log while the
@@ -146,6 +149,8 @@ type Result struct {
 	DAG *DAGStats
 	// Storage summarises checkpoint I/O; nil without Config.Storage.
 	Storage *StorageStats
+	// Telemetry holds the stragglers' cost; nil without Config.Telemetry.
+	Telemetry *TelemetryStats
 }
 
 // DefaultLivelockPreemptions is Config.LivelockPreemptions' default.
@@ -204,6 +209,7 @@ type Engine struct {
 	pow        *powerState   // nil without Config.Power
 	dag        *dagState     // nil without JobSpec.DAG (dag.go)
 	sto        *storageState // nil without Config.Storage
+	tel        *telState     // nil without Config.Telemetry
 }
 
 // NewEngine validates cfg and prepares a run. Jobs are sorted by (Submit, ID); their
@@ -268,6 +274,11 @@ func NewEngine(cfg Config) (*Engine, error) {
 	}
 	if cfg.Storage != nil {
 		if err := e.initStorage(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Telemetry != nil {
+		if err := e.initTelemetry(); err != nil {
 			return nil, err
 		}
 	}
@@ -397,7 +408,7 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 		if e.nextArr < len(e.jobs) && e.jobs[e.nextArr].Spec.Submit < t {
 			t = e.jobs[e.nextArr].Spec.Submit
 		}
-		if t == Never || t > horizon || e.fail != nil && e.failuresOnly() {
+		if t == Never || t > horizon || e.fail != nil && e.failuresOnly() || e.tel != nil && e.telemetryOnly() {
 			break
 		}
 		// Only wake-ups left and nothing running: the policy alone can change the
@@ -430,8 +441,8 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 			e.reconfDone(GPUID(e.q.pop().job))
 			dirty = true
 		}
-		for e.q.Len() > 0 && e.q.top().t == t && e.q.top().kind >= qRepair && e.q.top().kind <= qFail {
-			if err := e.failEvent(e.q.pop()); err != nil {
+		for e.q.Len() > 0 && e.q.top().t == t && e.q.top().kind >= qRepair && e.q.top().kind <= qECCFail {
+			if err := e.sideEvent(e.q.pop()); err != nil {
 				return nil, err
 			}
 			dirty = true
@@ -454,8 +465,8 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 		if idleWake && !acted && e.q.Len() > 0 && e.q.top().kind == qWake && len(e.running) == 0 {
 			// drop remaining wake-ups: nothing can change, except a hold the
 			// policy placed expiring
-			if e.fail != nil {
-				e.dropWakes() // failure events still matter
+			if e.fail != nil || e.tel != nil {
+				e.dropWakes() // failure and telemetry events still matter
 			} else {
 				e.q.h = e.q.h[:0]
 			}
@@ -523,6 +534,9 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 	if e.sto != nil {
 		st := e.sto.stats
 		res.Storage = &st
+	}
+	if e.tel != nil {
+		res.Telemetry = e.finishTelemetry(end)
 	}
 	if e.cfg.Progress != nil {
 		e.cfg.Progress(e.progress())
@@ -743,6 +757,9 @@ func (e *Engine) applyStart(s *Start) error {
 		}
 		j.speed *= f
 	}
+	if e.tel != nil {
+		e.telStart(j)
+	}
 	j.runDone = j.Done
 	j.runRestore = 0
 	if j.restore {
@@ -853,6 +870,9 @@ func (e *Engine) stop(j *Job, keepMem bool) {
 	}
 	if e.sto != nil {
 		e.stoStop(j)
+	}
+	if e.tel != nil {
+		e.telStop(j)
 	}
 	if e.share != nil {
 		e.stopRated(j, mem)
@@ -1075,31 +1095,35 @@ func (e *Engine) runProgress(j *Job, el Duration) (done, ckpt, overhead Duration
 		return e.stoProgress(j, el)
 	}
 	d0, total, s := j.runDone, j.Spec.Duration, j.speed
+	ck0 := d0 // checkpointed work at the run's start
+	if e.tel != nil {
+		ck0 = e.segCkpt(j)
+	}
 	if el <= j.runRestore {
-		return d0, d0, max(0, el)
+		return d0, ck0, max(0, el)
 	}
 	overhead = j.runRestore
 	t := float64(el - j.runRestore) // productive + saving time, µs
 	iv, c := e.ivOf(j), e.cfg.CheckpointSave
 	if iv <= 0 {
 		done = min(total, d0+Duration(t*s))
-		return done, d0, overhead
+		return done, ck0, overhead
 	}
 	if c <= 0 {
 		done = min(total, d0+Duration(t*s))
-		return done, max(d0, done/iv*iv), overhead
+		return done, max(ck0, done/iv*iv), overhead
 	}
 	next := (d0/iv + 1) * iv
 	if next >= total { // no checkpoint before the end
-		return min(total, d0+Duration(t*s)), d0, overhead
+		return min(total, d0+Duration(t*s)), ck0, overhead
 	}
 	tn := float64(next-d0) / s
 	if t < tn {
-		return d0 + Duration(t*s), d0, overhead
+		return d0 + Duration(t*s), ck0, overhead
 	}
 	t -= tn
 	if t < float64(c) { // saving the first checkpoint
-		return next, d0, overhead + Duration(t)
+		return next, ck0, overhead + Duration(t)
 	}
 	t -= float64(c)
 	overhead += c

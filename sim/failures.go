@@ -639,6 +639,9 @@ func (e *Engine) recoverInPlace(j *Job, inc *Incident) (bool, error) {
 	}
 	j.usedWall += el
 	j.LastStart, j.runDone, j.runRestore = e.now, done, f.cfg.RebuildCost
+	if e.tel != nil {
+		e.telRecovered(j, e.cfg.Speed != nil)
+	}
 	runFor := e.runWall(j.runDone, sp.Duration, j.speed, e.ivOf(j)) + j.runRestore
 	timeout := false
 	if e.cfg.EnforceWalltime && sp.Walltime > 0 && runFor > sp.Walltime-j.usedWall {

@@ -138,6 +138,9 @@ func NewLive(cfg Config, b Backend, extra int, grace Duration) (*Live, error) {
 			return nil, fmt.Errorf("sim: live: job %q: job dependencies (deps) are not supported in live mode yet", cfg.Jobs[i].ID)
 		}
 	}
+	if cfg.Telemetry != nil {
+		return nil, errors.New("sim: live: simulated stragglers (telemetry:) are not supported in live mode: real clocks are observed, not injected")
+	}
 	if extra < 0 {
 		return nil, fmt.Errorf("sim: live: negative extra capacity %d", extra)
 	}

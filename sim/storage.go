@@ -80,10 +80,11 @@ func (s *StorageStats) MeanSlowdown() float64 {
 	return s.CompletedSeconds / s.AloneSeconds
 }
 
-// Queue kinds of the storage model (after the failure kinds).
+// Queue kinds of the storage model (after the failure and telemetry kinds;
+// the engine's loop handles kinds >= qCkpt as storage events).
 const (
-	qCkpt     uint8 = 6 // a job's restore or work phase ends (job = the job, gen = ckJob.gen)
-	qCkptPool uint8 = 7 // a pool's next save completes (job = the pool, gen = ckPool.gen)
+	qCkpt     uint8 = 9  // a job's restore or work phase ends (job = the job, gen = ckJob.gen)
+	qCkptPool uint8 = 10 // a pool's next save completes (job = the pool, gen = ckPool.gen)
 )
 
 // Phases of a storage job's run.
