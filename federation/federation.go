@@ -2,16 +2,15 @@
 // policy, on one virtual clock, with a dispatcher that sends every job whole to
 // exactly one of them (docs/federation.md).
 //
-// The model is Kueue's MultiKueue (KEP-693, keps/693-multikueue; the
-// MultiKueue admission check in pkg/controller/admissionchecks/multikueue):
-// a manager cluster holds the queue users submit to and a set of worker
-// clusters run the jobs; a workload is admitted whole in one worker, never
-// split. MultiKueue's default dispatching copies the workload to every worker
-// and keeps the first to admit it (the others are withdrawn); this package
-// models the dispatcher as a decision taken at submission from the workers'
-// state instead (the "external dispatcher" variant, dispatcher name in
-// Strategy), which makes the rule explicit: first-fit, cheapest,
-// lowest-carbon or most-free. docs/federation.md lists the differences.
+// The model is Kueue's MultiKueue (KEP-693, keps/693-multikueue/README.md in
+// kubernetes-sigs/kueue; kueue.sigs.k8s.io/docs/concepts/multikueue): a
+// manager cluster holds the queue users submit to and worker clusters, each a
+// standalone scheduler, run the jobs; a workload is admitted whole in one
+// worker, never split. The KEP's dispatching creates the workload in every
+// worker and keeps the first that admits it, removing the others; this
+// package instead takes one decision per job at submission, from the
+// workers' state, with an explicit rule (Strategy). docs/federation.md lists
+// the differences.
 //
 // Timing: the manager sees job j at its Submit time t and decides from the
 // workers' state after every event before t (its ends at t not yet applied);
@@ -234,7 +233,7 @@ func Run(ctx context.Context, members []Member, jobs []sim.JobSpec, st Strategy)
 				continue
 			}
 			if err := s.Step(t, arr); err != nil {
-				return nil, fmt.Errorf("federation: cluster %s: %w", members[c].Name, err)
+				return nil, &MemberError{Index: c, Name: members[c].Name, Err: err}
 			}
 		}
 	}
@@ -248,6 +247,18 @@ func Run(ctx context.Context, members []Member, jobs []sim.JobSpec, st Strategy)
 	}
 	return res, nil
 }
+
+// MemberError is an error of one member's engine or policy during the run.
+type MemberError struct {
+	Index int    // into the members
+	Name  string // the member's name
+	Err   error
+}
+
+func (e *MemberError) Error() string { return fmt.Sprintf("federation: cluster %s: %v", e.Name, e.Err) }
+
+// Unwrap returns the member's error.
+func (e *MemberError) Unwrap() error { return e.Err }
 
 // pending is a dispatched job on its way to a cluster.
 type pending struct {

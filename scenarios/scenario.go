@@ -73,6 +73,9 @@ type Scenario struct {
 	// Storage, when present, makes checkpoint saves share a storage bandwidth
 	// (see StorageSpec, docs/checkpoint-io.md).
 	Storage *StorageSpec `yaml:"storage"`
+	// Federation, when present, runs several clusters with a dispatcher
+	// (see FederationSpec, docs/federation.md).
+	Federation *FederationSpec `yaml:"federation"`
 
 	carbon  *sim.CarbonSeries          // Power.Carbon, loaded by validatePower
 	tput    *workloads.ThroughputTable // Throughputs, loaded once
@@ -284,7 +287,7 @@ func Parse(data []byte, file string, sets []string) (*Scenario, error) {
 	}
 	sc.useSourceParams()
 	sc.setDefaults()
-	fe := append(append(sc.validate(), sc.validateSpeed()...), sc.validateSharing()...)
+	fe := append(append(sc.validateTop(), sc.validateSpeed()...), sc.validateSharing()...)
 	fe = append(fe, sc.validateServing()...)
 	fe = append(fe, sc.validatePower()...)
 	fe = append(fe, sc.validateWorkflows()...)
