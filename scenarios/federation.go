@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/gpusim/gpusim/federation"
 	"github.com/gpusim/gpusim/internal/fsutil"
 	"github.com/gpusim/gpusim/policies"
@@ -131,6 +133,11 @@ func (s *Scenario) validateFederation() sim.FieldErrors {
 			m.Cluster.Fabric.Oversubscription = 1
 		}
 		fe = append(fe, rePath(s.member(i).validate(), i)...)
+		for k, pool := range m.Cluster.Pools {
+			if pool.Sharing != nil {
+				fe.Add(fmt.Sprintf("%s.cluster.pools[%d].sharing", p, k), "device-level GPU sharing is not supported with federation")
+			}
+		}
 		switch {
 		case m.Name == "":
 			fe.Add(p+".name", "required")
@@ -177,6 +184,34 @@ func (s *Scenario) validateFederation() sim.FieldErrors {
 		}
 	}
 	return fe
+}
+
+// absFederationPaths makes the file paths of the federation block in root
+// (cluster.from.path and carbon.path of every cluster) absolute, for Save.
+func (s *Scenario) absFederationPaths(root *yaml.Node) {
+	_, fed := mapGet(root, "federation")
+	if fed == nil {
+		return
+	}
+	_, cls := mapGet(fed, "clusters")
+	if cls == nil || cls.Kind != yaml.SequenceNode {
+		return
+	}
+	for _, c := range cls.Content {
+		for _, keys := range [][]string{{"cluster", "from", "path"}, {"carbon", "path"}} {
+			n := c
+			for _, k := range keys {
+				if _, n = mapGet(n, k); n == nil {
+					break
+				}
+			}
+			if n != nil && n.Kind == yaml.ScalarNode && !filepath.IsAbs(n.Value) {
+				if abs, err := filepath.Abs(s.Resolve(n.Value)); err == nil {
+					n.Value = abs
+				}
+			}
+		}
+	}
 }
 
 // federationNodes is Nodes for a federated scenario: every member's nodes, in

@@ -128,3 +128,29 @@ func readFederation(t *testing.T, dir string) *FederationSummary {
 	}
 	return &fs
 }
+
+// TestFederationSave: the saved scenario (scenario.yaml of a run) has the
+// clusters' file paths made absolute, so it loads from anywhere.
+func TestFederationSave(t *testing.T) {
+	sc, err := Load("examples/federation-multikueue.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "scenario.yaml")
+	if err := sc.Save(p); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Load(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := again.Federation.Clusters[1].Carbon; c == nil || !filepath.IsAbs(c.Path) {
+		t.Fatalf("carbon path not absolute: %+v", c)
+	}
+}
+
+// TestFederationPoolSharingRefused: pool sharing is a validation error.
+func TestFederationPoolSharingRefused(t *testing.T) {
+	mustErr(t, strings.Replace(fedMinimal, "nodes: 1}", "nodes: 1, sharing: {mode: timeslice, clients: 2}}", 1), nil,
+		"s.yaml:18: federation.clusters[1].cluster.pools[0].sharing: device-level GPU sharing is not supported with federation")
+}

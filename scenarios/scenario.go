@@ -366,6 +366,7 @@ func (s *Scenario) Save(path string) error {
 			}
 		}
 	}
+	s.absFederationPaths(root)
 	out, err := yaml.Marshal(root)
 	if err != nil {
 		return err
