@@ -21,8 +21,11 @@ func paramsNode(p *PolicySpec) *yaml.Node {
 
 // Nodes builds the cluster's node list: pools in order (node names
 // "<pool>-<i>"), or the imported node list; fabric positions are assigned in that
-// order.
+// order. A federated scenario's are every member cluster's (federationNodes).
 func (s *Scenario) Nodes() ([]sim.NodeSpec, error) {
+	if s.Federation != nil {
+		return s.federationNodes()
+	}
 	c := &s.Cluster
 	var nodes []sim.NodeSpec
 	if c.From != nil {

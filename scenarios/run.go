@@ -93,6 +93,9 @@ func Run(ctx context.Context, s *Scenario, opts RunOptions) ([]PolicyRun, error)
 	if s.Experiment != nil {
 		return nil, s.fieldErr("experiment", fmt.Errorf("this scenario is a %s experiment, not a replay: gpusim run, compare and report handle it (docs/fgd.md); this command does not", s.Experiment.Kind))
 	}
+	if s.Federation != nil {
+		return s.runFederation(ctx, opts)
+	}
 	idx, err := s.Select(opts.Policies)
 	if err != nil {
 		return nil, err

@@ -76,6 +76,9 @@ type Scenario struct {
 	// Telemetry, when present, slows nodes by degradation episodes
 	// (stragglers, docs/telemetry.md).
 	Telemetry *TelemetrySpec `yaml:"telemetry"`
+	// Federation, when present, runs several clusters with a dispatcher
+	// (see FederationSpec, docs/federation.md).
+	Federation *FederationSpec `yaml:"federation"`
 
 	carbon  *sim.CarbonSeries          // Power.Carbon, loaded by validatePower
 	tput    *workloads.ThroughputTable // Throughputs, loaded once
@@ -287,7 +290,7 @@ func Parse(data []byte, file string, sets []string) (*Scenario, error) {
 	}
 	sc.useSourceParams()
 	sc.setDefaults()
-	fe := append(append(sc.validate(), sc.validateSpeed()...), sc.validateSharing()...)
+	fe := append(append(sc.validateTop(), sc.validateSpeed()...), sc.validateSharing()...)
 	fe = append(fe, sc.validateServing()...)
 	fe = append(fe, sc.validatePower()...)
 	fe = append(fe, sc.validateWorkflows()...)
@@ -381,6 +384,7 @@ func (s *Scenario) Save(path string) error {
 			}
 		}
 	}
+	s.absFederationPaths(root)
 	out, err := yaml.Marshal(root)
 	if err != nil {
 		return err
