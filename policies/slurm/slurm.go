@@ -123,6 +123,7 @@ type Slurm struct {
 	freed        bool     // a job ended, was preempted or suspended since the last scheduling point
 	heldRelease  sim.Time // first full pass that releases a held (requeued) job
 	version      slurmVersion
+	willRunMode  willRunMode
 	requeueDelay sim.Duration
 	clockOff     sim.Duration // wall clock of t=0 past a whole minute
 	uptime       sim.Duration // slurmctld's run time at t=0
@@ -152,6 +153,7 @@ type Slurm struct {
 	resTouched         []sim.NodeID
 	runs               []runEnd
 	times              []sim.Time
+	resTimes           []sim.Time // reservation boundaries of this backfill cycle (willRun: windows)
 	cands              []*sim.Job
 	nodesTmp           []sim.NodeID
 	partRes            []int
@@ -397,6 +399,9 @@ func New(p Params) (*Slurm, error) {
 		errs = append(errs, err)
 	}
 	if s.version, err = parseVersion(p.Version); err != nil {
+		errs = append(errs, err)
+	}
+	if s.willRunMode, err = parseWillRun(p.WillRun); err != nil {
 		errs = append(errs, err)
 	}
 	s.requeueDelay = durOr(p.RequeueDelay, DefaultRequeueDelay)

@@ -1,0 +1,43 @@
+package slurm
+
+import (
+	"testing"
+
+	. "github.com/gpusim/gpusim/sim/simtest"
+)
+
+// willRun: windows frees running jobs in batches (select/cons_tres
+// _will_run_test), so a reservation can start later than the first end that
+// would make room, and a job that the exact search keeps off the node
+// backfills. Two nodes of 8 GPUs, bf_resolution 1 s (no rounding):
+// a.r1 holds 4 GPUs of n0 to 100, b.r2 all of n1 to 110. c.head (8 GPUs,
+// limit 100) cannot start. Exact: it fits once a.r1 ends, so it reserves n0
+// from 100; d.bf (4 GPUs, limit 105, submitted at 2) would run on n0 to 107
+// and waits; it starts on n1 when b.r2 ends at 110 (c.head took n0 at 100).
+// Windows: the first freed job, a.r1, ends at 100; the barrier is 120 (the
+// next multiple of 30 s) and the first window reaches 150, so b.r2 (110) is
+// freed with it and the start is the last freed end, 110. c.head reserves
+// n0 from 110, d.bf's run [2, 107] misses it and starts at 2; c.head starts
+// on n0 when d.bf ends, at 107.
+func TestWillRunWindows(t *testing.T) {
+	params := "schedulerParameters: {bf_interval: 1s, bf_resolution: 1s}\n"
+	specs := []struct {
+		mode string
+		resv float64
+		want map[string]float64
+	}{
+		{"exact", 100, map[string]float64{"c.head": 100, "d.bf": 110}},
+		{"windows", 110, map[string]float64{"c.head": 107, "d.bf": 2}},
+	}
+	for _, tc := range specs {
+		res := Run(t, Nodes(2, 8), newSlurm(t, params+"willRun: "+tc.mode+"\n"),
+			MakeJob("a.r1").GPUs(4).Dur(100).Wall(100).Obj(),
+			MakeJob("b.r2").GPUs(8).Dur(110).Wall(110).Obj(),
+			MakeJob("c.head").GPUs(8).Dur(100).Wall(100).At(1).Obj(),
+			MakeJob("d.bf").GPUs(4).Dur(105).Wall(105).At(2).Obj())
+		wantStarts(t, res, tc.want)
+		if got := reservationsBefore(res, "c.head", 2); len(got) == 0 || got[0] != tc.resv {
+			t.Errorf("%s: c.head reserved at %v, want %v first", tc.mode, got, tc.resv)
+		}
+	}
+}
