@@ -87,7 +87,7 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 			if started {
 				continue
 			}
-			if s.suspendWouldFit(v, j, pt) {
+			if s.willRunMode == willRunExact && s.suspendWouldFit(v, j, pt) {
 				// The will-run test counts jobs in SUSPEND mode as
 				// preemptable even where they cannot be suspended (no
 				// OverSubscribe=FORCE): it puts the start at now, the start

@@ -19,7 +19,7 @@ import (
 func init() {
 	policies.Register(policies.Info{Name: "slurm",
 		Summary: "Slurm: partitions (tiers, time limits, overlapping node sets), priority/multifactor with Fair Tree or classic fair share, main scheduler with per-partition blocking, sched/backfill on time limits (bf_window, bf_resolution, bf_max_job_test, bf_job_part_count_reserve), partition_prio/qos preemption (CANCEL/REQUEUE/SUSPEND), advanced reservations.",
-		Params:  "partitions; partitionMapping; priority{weights, maxAge, calcPeriod, decayHalfLife, fairTree, favorSmall, smallRelativeToTime}; accounts; qos; qosMapping; schedulerParameters{sched_interval, default_queue_depth, batch_sched_delay, bf_*}; enforcePartLimits; preemptType; preemptMode; preemptExemptTime; reservations; topologyPlugin (flat|tree); nodeSelection (best-fit|first-fit); gangNodes (distinct|shared); requeueDelay; accountingStorage; clockOffset; controllerUptime; version (latest|22.05)"},
+		Params:  "partitions; partitionMapping; priority{weights, maxAge, calcPeriod, decayHalfLife, fairTree, favorSmall, smallRelativeToTime}; accounts; qos; qosMapping; schedulerParameters{sched_interval, default_queue_depth, batch_sched_delay, bf_*}; enforcePartLimits; preemptType; preemptMode; preemptExemptTime; reservations; topologyPlugin (flat|tree); nodeSelection (best-fit|first-fit); gangNodes (distinct|shared); requeueDelay; accountingStorage; clockOffset; controllerUptime; version (latest|22.05); willRun (exact|windows)"},
 		func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
 			var p Params
 			if err := policies.DecodeParams(n, &p); err != nil {
@@ -154,6 +154,7 @@ type Slurm struct {
 	runs               []runEnd
 	times              []sim.Time
 	resTimes           []sim.Time // reservation boundaries of this backfill cycle (willRun: windows)
+	wrRuns             []runEnd   // willRunTest's job list (scratch)
 	cands              []*sim.Job
 	nodesTmp           []sim.NodeID
 	partRes            []int

@@ -130,6 +130,17 @@ func (s *Slurm) willRunTest(c *sim.Cluster, j *sim.Job, pt *partition, now sim.T
 	} else if s.placeSel(j, pt.nodes, ok, &s.pl) {
 		return now, true
 	}
+	// Jobs j may suspend are not in the will-run's job list
+	// (_build_cr_job_list removes preemptable jobs; a SUSPEND-mode one with
+	// action 2, which frees its cores but keeps its GRES), so their GPUs are
+	// never freed.
+	runs := s.wrRuns[:0]
+	for _, r := range s.runs {
+		if !s.suspendVictim(j, r.j, now) {
+			runs = append(runs, r)
+		}
+	}
+	s.wrRuns = runs
 	tw := willRunWindow
 	base := sim.Never
 	i := 0
@@ -137,11 +148,11 @@ func (s *Slurm) willRunTest(c *sim.Cluster, j *sim.Job, pt *partition, now sim.T
 		var last sim.Time = sim.Never
 		more := true
 		for {
-			if i >= len(s.runs) {
+			if i >= len(runs) {
 				more = false
 				break
 			}
-			r := s.runs[i]
+			r := runs[i]
 			i++
 			if !s.usableRun(r.j, pt) {
 				continue
@@ -152,11 +163,11 @@ func (s *Slurm) willRunTest(c *sim.Cluster, j *sim.Job, pt *partition, now sim.T
 			}
 			s.ov.release(r.j, +1, false)
 			last = end
-			if i >= len(s.runs) {
+			if i >= len(runs) {
 				more = false
 				break
 			}
-			if s.limitEnd(s.runs[i]) > base.Add(tw) {
+			if s.limitEnd(runs[i]) > base.Add(tw) {
 				break
 			}
 		}
@@ -165,7 +176,7 @@ func (s *Slurm) willRunTest(c *sim.Cluster, j *sim.Job, pt *partition, now sim.T
 		}
 		for {
 			tw *= 2
-			if i >= len(s.runs) || s.limitEnd(s.runs[i]) <= base.Add(tw) {
+			if i >= len(runs) || s.limitEnd(runs[i]) <= base.Add(tw) {
 				break
 			}
 		}
@@ -180,6 +191,12 @@ func (s *Slurm) willRunTest(c *sim.Cluster, j *sim.Job, pt *partition, now sim.T
 			return sim.Never, false
 		}
 	}
+}
+
+// suspendVictim reports whether pending job j may preempt running job r by
+// suspending it (the will-run test keeps r's GRES allocated).
+func (s *Slurm) suspendVictim(j, r *sim.Job, now sim.Time) bool {
+	return s.ptype != preemptNone && s.mayPreempt(j, r) && s.victimMode(r) == modeSuspend && s.preemptible(r, now)
 }
 
 // usableRun reports whether running job r holds a node j may use (Slurm

@@ -41,3 +41,47 @@ func TestWillRunWindows(t *testing.T) {
 		}
 	}
 }
+
+// With willRun: windows, jobs that a pending job may preempt by SUSPEND keep
+// their GPUs in its will-run test (_build_cr_job_list drops them from the
+// job list; action 2 frees cores, not GRES), so the job reserves where jobs
+// it cannot preempt end (fidelity fixture preempt-suspend, job l5). Three
+// nodes; partition hi (PriorityTier 2) may suspend lo's jobs, but lo is not
+// OverSubscribe=FORCE, so nothing is suspended. a.G (hi) holds n0 to 100,
+// b.L2 (lo) n1 to 50, c.L1 (lo) n2 to 1000. d.H (hi, 2 nodes, limit 60)
+// waits. When b.L2 ends at 50, e.L3 (lo, limit 60) fits on n1. Windows:
+// d.H's will-run keeps c.L1's GPUs, frees a.G at 100: d.H reserves n0 and
+// n1 from 100, e.L3's run [50, 110] would overlap, so it waits; d.H starts
+// at 100 and e.L3 when d.H ends, at 130. Exact (the earlier rule): d.H's
+// start "now" by suspension fails and it gets no reservation, so e.L3
+// backfills at 50; d.H still starts at 100.
+func TestWillRunSuspendVictims(t *testing.T) {
+	params := `
+schedulerParameters: {bf_interval: 1s, bf_resolution: 1s}
+partitions:
+  - {name: lo, nodes: ALL, default: true}
+  - {name: hi, nodes: ALL, priorityTier: 2}
+preemptType: partition_prio
+preemptMode: SUSPEND
+`
+	for _, tc := range []struct {
+		mode string
+		want map[string]float64
+	}{
+		{"exact", map[string]float64{"d.H": 100, "e.L3": 50}},
+		{"windows", map[string]float64{"d.H": 100, "e.L3": 130}},
+	} {
+		res := Run(t, Nodes(3, 8), newSlurm(t, params+"willRun: "+tc.mode+"\n"),
+			MakeJob("a.G").GPUs(8).Dur(100).Wall(100).Queue("hi").Obj(),
+			MakeJob("b.L2").GPUs(8).Dur(50).Wall(200).Obj(),
+			MakeJob("c.L1").GPUs(8).Dur(1000).Wall(1000).Obj(),
+			MakeJob("d.H").GPUs(8).Replicas(2).Dur(30).Wall(60).At(1).Queue("hi").Obj(),
+			MakeJob("e.L3").GPUs(8).Dur(20).Wall(60).At(2).Obj())
+		wantStarts(t, res, tc.want)
+		if tc.mode == "windows" {
+			if got := reservationsBefore(res, "d.H", 60); len(got) == 0 || got[len(got)-1] != 100 {
+				t.Errorf("windows: d.H reserved at %v by 60, want 100 last\n%s", got, Schedule(res))
+			}
+		}
+	}
+}
