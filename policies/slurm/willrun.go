@@ -66,8 +66,12 @@ func (s *Slurm) windowSearch(c *sim.Cluster, j *sim.Job, pt *partition, lim sim.
 			start = later
 			continue
 		}
-		if t > now && t != start && s.resvOverlap(s.quantDown(t), s.reservationEnd(t.Add(lim))) {
-			start = t
+		if t > now && s.resvOverlap(s.quantDown(t), s.reservationEnd(t.Add(lim))) {
+			if t > start {
+				start = t
+			} else {
+				start = later
+			}
 			continue
 		}
 		if t > horizon {
