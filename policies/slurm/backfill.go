@@ -42,8 +42,10 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 	for _, r := range s.resvs {
 		s.addTime(r.start, horizon)
 		s.addTime(r.end, horizon)
-		s.addResTime(r.start)
-		s.addResTime(r.end)
+		if s.willRunMode == willRunWindows {
+			s.addResTime(r.start)
+			s.addResTime(r.end)
+		}
 	}
 	tested := 0
 	for _, j := range s.queue {
@@ -124,7 +126,9 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 				s.nodeRes[n] = append(s.nodeRes[n], interval{rstart, rend})
 			}
 			s.addTime(rend, horizon)
-			s.addResTime(rend)
+			if s.willRunMode == willRunWindows {
+				s.addResTime(rend)
+			}
 			p.Reserve(j.Ref, found)
 			p.Wait(j.Ref, s.waitReason(j, pt, now, lim))
 		}

@@ -86,10 +86,12 @@ func (s *Slurm) windowSearch(c *sim.Cluster, j *sim.Job, pt *partition, lim sim.
 // advanced reservation, after t and within horizon (later_start), or
 // sim.Never.
 func (s *Slurm) nextResEnd(t, horizon sim.Time) sim.Time {
-	for _, x := range s.resTimes {
-		if x > t && x <= horizon {
-			return x
-		}
+	i, found := slices.BinarySearch(s.resTimes, t)
+	if found {
+		i++
+	}
+	if i < len(s.resTimes) && s.resTimes[i] <= horizon {
+		return s.resTimes[i]
 	}
 	return sim.Never
 }
