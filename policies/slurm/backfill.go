@@ -38,13 +38,14 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 	for _, r := range s.runs {
 		s.addTime(r.end, horizon)
 	}
-	s.resTimes = s.resTimes[:0]
+	s.resTimes = append(s.resTimes[:0], now)
+	s.advTimes = s.advTimes[:0]
 	for _, r := range s.resvs {
 		s.addTime(r.start, horizon)
 		s.addTime(r.end, horizon)
 		if s.willRunMode == willRunWindows {
-			s.addResTime(r.start)
-			s.addResTime(r.end)
+			s.advTimes = insertTime(s.advTimes, r.start)
+			s.advTimes = insertTime(s.advTimes, r.end)
 		}
 	}
 	tested := 0
@@ -127,7 +128,8 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 			}
 			s.addTime(rend, horizon)
 			if s.willRunMode == willRunWindows {
-				s.addResTime(rend)
+				s.resTimes = insertTime(s.resTimes, max(rstart, now))
+				s.resTimes = insertTime(s.resTimes, rend)
 			}
 			p.Reserve(j.Ref, found)
 			p.Wait(j.Ref, s.waitReason(j, pt, now, lim))

@@ -153,7 +153,9 @@ type Slurm struct {
 	resTouched         []sim.NodeID
 	runs               []runEnd
 	times              []sim.Time
-	resTimes           []sim.Time // reservation boundaries of this backfill cycle (willRun: windows)
+	resTimes           []sim.Time // node_space record starts of this backfill cycle (willRun: windows)
+	advTimes           []sim.Time // advanced reservation boundaries (willRun: windows)
+	acc                []bool     // laterStart's accumulated usable nodes (scratch)
 	wrRuns             []runEnd   // willRunTest's job list (scratch)
 	cands              []*sim.Job
 	nodesTmp           []sim.NodeID
@@ -556,6 +558,7 @@ func (s *Slurm) setup(v *sim.View) error {
 	s.userTested = map[string]int{}
 	s.blockedNode = make([]bool, nn)
 	s.nodeRes = make([][]interval, nn)
+	s.acc = make([]bool, nn)
 	s.nextCalc = s.firstCalc()
 	s.bfOKFn = s.bfOK
 	s.notBlockedFn = s.notBlocked

@@ -85,3 +85,31 @@ preemptMode: SUSPEND
 		}
 	}
 }
+
+// With willRun: windows a backfill test's run ends at its start rounded up
+// to a whole second plus its limit (ceilSecond). As in TestWillRunWindows,
+// the ticks fall at x.5 s (controllerUptime 0.5 s), so a.r1 and b.r2 start
+// at 0.5 and end at 100.5 and 110.5, and c.head reserves n0 from 110.5,
+// whose slot begins at 110 (bf_resolution 1 s). d.bf (limit 107) is tested
+// at 2.5: its run [2.5, 109.5] misses the slot, but Slurm's end_time is
+// 3 + 107 = 110, which a slot beginning at 110 blocks (begin_time <=
+// end_time). So d.bf waits; c.head starts on n0 when a.r1 ends, at 100.5,
+// and d.bf on n1 when b.r2 ends, at 110.5. With limit 106 (end_time 109)
+// d.bf backfills at 2.5 and c.head starts when it ends, at 108.5.
+func TestWillRunWholeSeconds(t *testing.T) {
+	params := "schedulerParameters: {bf_interval: 1s, bf_resolution: 1s}\ncontrollerUptime: 0.5s\nwillRun: windows\n"
+	for _, tc := range []struct {
+		limit float64
+		want  map[string]float64
+	}{
+		{107, map[string]float64{"c.head": 100.5, "d.bf": 110.5}},
+		{106, map[string]float64{"c.head": 108.5, "d.bf": 2.5}},
+	} {
+		res := Run(t, Nodes(2, 8), newSlurm(t, params),
+			MakeJob("a.r1").GPUs(4).Dur(100).Wall(100).Obj(),
+			MakeJob("b.r2").GPUs(8).Dur(110).Wall(110).Obj(),
+			MakeJob("c.head").GPUs(8).Dur(100).Wall(100).At(1).Obj(),
+			MakeJob("d.bf").GPUs(4).Dur(tc.limit).Wall(tc.limit).At(2).Obj())
+		wantStarts(t, res, tc.want)
+	}
+}
