@@ -38,9 +38,15 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 	for _, r := range s.runs {
 		s.addTime(r.end, horizon)
 	}
+	s.resTimes = append(s.resTimes[:0], now)
+	s.advTimes = s.advTimes[:0]
 	for _, r := range s.resvs {
 		s.addTime(r.start, horizon)
 		s.addTime(r.end, horizon)
+		if s.willRunMode == willRunWindows {
+			s.advTimes = insertTime(s.advTimes, r.start)
+			s.advTimes = insertTime(s.advTimes, r.end)
+		}
 	}
 	tested := 0
 	for _, j := range s.queue {
@@ -65,49 +71,10 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 		pt := s.parts[info.part]
 		lim := s.runLimit(j)
 		found := sim.Never
-		s.ov.clear()
-		ri := 0
-		// An upper bound on the whole GPUs the partition can offer at t (free now
-		// plus released by then) skips placement attempts that cannot succeed.
-		need := int64(0)
-		if j.Spec.GPUsPerReplica > 0 && !j.Spec.Fractional() {
-			need = int64(j.Spec.TotalGPUs())
-		}
-		var ub int64
-		if need > 0 {
-			for _, n := range pt.nodes {
-				ub += int64(c.NodeFreeGPUs(n))
-			}
-		}
-		for _, t := range s.times {
-			for ri < len(s.runs) && s.runs[ri].end <= t {
-				r := s.runs[ri].j
-				s.ov.release(r, +1, false)
-				if need > 0 {
-					for _, n := range r.Nodes {
-						if pt.mask[n] {
-							ub += int64(max(r.Spec.GPUsPerReplica, 1))
-						}
-					}
-				}
-				ri++
-			}
-			if ub < need {
-				continue
-			}
-			end := t.Add(lim)
-			s.bfProbe = bfProbe{j: j, t0: t, t1: end}
-			ok := s.bfOKFn // s.bfOK, bound once: no closure per candidate time
-			placed := false
-			if t == now && len(s.ov.list) == 0 {
-				placed = s.placeNow(c, j, pt, ok, &s.pl) // params.placement for starts now
-			} else {
-				placed = s.placeSel(j, pt.nodes, ok, &s.pl)
-			}
-			if placed {
-				found = t
-				break
-			}
+		if s.willRunMode == willRunWindows {
+			found = s.windowSearch(c, j, pt, lim, now, horizon)
+		} else {
+			found = s.exactSearch(c, j, pt, lim, now)
 		}
 		s.ov.clear()
 		if found != now && s.ptype != preemptNone && !j.Suspended() {
@@ -123,7 +90,7 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 			if started {
 				continue
 			}
-			if s.suspendWouldFit(v, j, pt) {
+			if s.willRunMode == willRunExact && s.suspendWouldFit(v, j, pt) {
 				// The will-run test counts jobs in SUSPEND mode as
 				// preemptable even where they cannot be suspended (no
 				// OverSubscribe=FORCE): it puts the start at now, the start
@@ -160,6 +127,10 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 				s.nodeRes[n] = append(s.nodeRes[n], interval{rstart, rend})
 			}
 			s.addTime(rend, horizon)
+			if s.willRunMode == willRunWindows {
+				s.resTimes = insertTime(s.resTimes, max(rstart, now))
+				s.resTimes = insertTime(s.resTimes, rend)
+			}
 			p.Reserve(j.Ref, found)
 			p.Wait(j.Ref, s.waitReason(j, pt, now, lim))
 		}
@@ -224,4 +195,57 @@ func (s *Slurm) bfBlocked(n sim.NodeID, t0, t1 sim.Time) bool {
 		}
 	}
 	return false
+}
+
+// exactSearch finds j's earliest start (params.willRun: exact): the first of
+// now, the running jobs' expected ends and the reservation ends at which j
+// fits on nodes no reservation holds during its whole limit. It leaves the
+// nodes in s.pl and returns sim.Never when j fits at none of them.
+func (s *Slurm) exactSearch(c *sim.Cluster, j *sim.Job, pt *partition, lim sim.Duration, now sim.Time) sim.Time {
+	found := sim.Never
+	s.ov.clear()
+	ri := 0
+	// An upper bound on the whole GPUs the partition can offer at t (free now
+	// plus released by then) skips placement attempts that cannot succeed.
+	need := int64(0)
+	if j.Spec.GPUsPerReplica > 0 && !j.Spec.Fractional() {
+		need = int64(j.Spec.TotalGPUs())
+	}
+	var ub int64
+	if need > 0 {
+		for _, n := range pt.nodes {
+			ub += int64(c.NodeFreeGPUs(n))
+		}
+	}
+	for _, t := range s.times {
+		for ri < len(s.runs) && s.runs[ri].end <= t {
+			r := s.runs[ri].j
+			s.ov.release(r, +1, false)
+			if need > 0 {
+				for _, n := range r.Nodes {
+					if pt.mask[n] {
+						ub += int64(max(r.Spec.GPUsPerReplica, 1))
+					}
+				}
+			}
+			ri++
+		}
+		if ub < need {
+			continue
+		}
+		end := t.Add(lim)
+		s.bfProbe = bfProbe{j: j, t0: t, t1: end}
+		ok := s.bfOKFn // s.bfOK, bound once: no closure per candidate time
+		placed := false
+		if t == now && len(s.ov.list) == 0 {
+			placed = s.placeNow(c, j, pt, ok, &s.pl) // params.placement for starts now
+		} else {
+			placed = s.placeSel(j, pt.nodes, ok, &s.pl)
+		}
+		if placed {
+			found = t
+			break
+		}
+	}
+	return found
 }

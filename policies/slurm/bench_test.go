@@ -14,7 +14,13 @@ import (
 // the duration (backfill on time limits) and two partitions.
 //
 //	go test ./policies/slurm -run '^$' -bench BenchmarkSlurm -benchtime 1x
-func BenchmarkSlurm(b *testing.B) {
+func BenchmarkSlurm(b *testing.B) { benchSlurm(b, "") }
+
+// BenchmarkSlurmWindows is BenchmarkSlurm with willRun: windows (Slurm's
+// backfill start search).
+func BenchmarkSlurmWindows(b *testing.B) { benchSlurm(b, "windows") }
+
+func benchSlurm(b *testing.B, willRun string) {
 	const nodes = 64
 	n := 20_000
 	if testing.Short() {
@@ -58,6 +64,7 @@ func BenchmarkSlurm(b *testing.B) {
 				{Name: "a", Users: []UserConf{{Name: "u0"}, {Name: "u1"}, {Name: "u2"}, {Name: "u3"}}},
 				{Name: "b", Users: []UserConf{{Name: "u4"}, {Name: "u5"}, {Name: "u6"}, {Name: "u7"}}},
 			},
+			WillRun: willRun,
 		})
 		if err != nil {
 			b.Fatal(err)

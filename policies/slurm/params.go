@@ -102,6 +102,12 @@ type Params struct {
 	// "latest" (default: SchedMD master) or "22.05" (Debian 12's 22.05.8).
 	// docs/fidelity.md lists each difference.
 	Version string `yaml:"version"`
+	// WillRun selects how backfill finds a pending job's earliest start and
+	// nodes: "exact" (default) tries every running job's expected end;
+	// "windows" is Slurm's search (backfill.c TRY_LATER with
+	// select/cons_tres _will_run_test freeing running jobs in doubling time
+	// windows). docs/fidelity.md describes both.
+	WillRun string `yaml:"willRun"`
 }
 
 // PartitionConf is one partition.

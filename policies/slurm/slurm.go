@@ -19,7 +19,7 @@ import (
 func init() {
 	policies.Register(policies.Info{Name: "slurm",
 		Summary: "Slurm: partitions (tiers, time limits, overlapping node sets), priority/multifactor with Fair Tree or classic fair share, main scheduler with per-partition blocking, sched/backfill on time limits (bf_window, bf_resolution, bf_max_job_test, bf_job_part_count_reserve), partition_prio/qos preemption (CANCEL/REQUEUE/SUSPEND), advanced reservations.",
-		Params:  "partitions; partitionMapping; priority{weights, maxAge, calcPeriod, decayHalfLife, fairTree, favorSmall, smallRelativeToTime}; accounts; qos; qosMapping; schedulerParameters{sched_interval, default_queue_depth, batch_sched_delay, bf_*}; enforcePartLimits; preemptType; preemptMode; preemptExemptTime; reservations; topologyPlugin (flat|tree); nodeSelection (best-fit|first-fit); gangNodes (distinct|shared); requeueDelay; accountingStorage; clockOffset; controllerUptime; version (latest|22.05)"},
+		Params:  "partitions; partitionMapping; priority{weights, maxAge, calcPeriod, decayHalfLife, fairTree, favorSmall, smallRelativeToTime}; accounts; qos; qosMapping; schedulerParameters{sched_interval, default_queue_depth, batch_sched_delay, bf_*}; enforcePartLimits; preemptType; preemptMode; preemptExemptTime; reservations; topologyPlugin (flat|tree); nodeSelection (best-fit|first-fit); gangNodes (distinct|shared); requeueDelay; accountingStorage; clockOffset; controllerUptime; version (latest|22.05); willRun (exact|windows)"},
 		func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
 			var p Params
 			if err := policies.DecodeParams(n, &p); err != nil {
@@ -123,6 +123,7 @@ type Slurm struct {
 	freed        bool     // a job ended, was preempted or suspended since the last scheduling point
 	heldRelease  sim.Time // first full pass that releases a held (requeued) job
 	version      slurmVersion
+	willRunMode  willRunMode
 	requeueDelay sim.Duration
 	clockOff     sim.Duration // wall clock of t=0 past a whole minute
 	uptime       sim.Duration // slurmctld's run time at t=0
@@ -152,6 +153,10 @@ type Slurm struct {
 	resTouched         []sim.NodeID
 	runs               []runEnd
 	times              []sim.Time
+	resTimes           []sim.Time // node_space record starts of this backfill cycle (willRun: windows)
+	advTimes           []sim.Time // advanced reservation boundaries (willRun: windows)
+	acc                []bool     // laterStart's accumulated usable nodes (scratch)
+	wrRuns             []runEnd   // willRunTest's job list (scratch)
 	cands              []*sim.Job
 	nodesTmp           []sim.NodeID
 	partRes            []int
@@ -399,6 +404,9 @@ func New(p Params) (*Slurm, error) {
 	if s.version, err = parseVersion(p.Version); err != nil {
 		errs = append(errs, err)
 	}
+	if s.willRunMode, err = parseWillRun(p.WillRun); err != nil {
+		errs = append(errs, err)
+	}
 	s.requeueDelay = durOr(p.RequeueDelay, DefaultRequeueDelay)
 	s.batchDelay = durOr(p.SchedulerParameters.BatchSchedDelay, DefaultBatchSchedDelay)
 	if s.batchDelay < 0 {
@@ -550,6 +558,7 @@ func (s *Slurm) setup(v *sim.View) error {
 	s.userTested = map[string]int{}
 	s.blockedNode = make([]bool, nn)
 	s.nodeRes = make([][]interval, nn)
+	s.acc = make([]bool, nn)
 	s.nextCalc = s.firstCalc()
 	s.bfOKFn = s.bfOK
 	s.notBlockedFn = s.notBlocked
