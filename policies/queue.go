@@ -384,7 +384,7 @@ func (q *queuePolicy) giveBack(c *sim.Cluster, hs *sim.JobSpec, nodes []sim.Node
 		q.touch(n)
 		q.extraCPU[n] += js.CPUMilli
 		q.extraMem[n] += js.MemoryMiB
-		for _, gpu := range gpus[r*g : (r+1)*g] {
+		for _, gpu := range sim.ReplicaSlice(gpus, r, g) {
 			q.extraMilli[gpu] += js.GPUMilli
 		}
 	}

@@ -66,14 +66,20 @@ type JobSpec struct {
 	Team           string
 	Class          JobClass
 	Priority       int32
-	Replicas       int32    // >= 1
-	GPUsPerReplica int32    // >= 0 (0 = CPU-only replica)
-	GPUMilli       MilliGPU // share of each requested GPU, 1..1000; < 1000 only for a single 1-GPU replica
-	GPUModels      []string // allowed GPU models; empty = any
-	CPUMilli       int64    // per replica
-	MemoryMiB      int64    // per replica
-	Duration       Duration // true run time at reference speed (ground truth; hidden from policies)
-	Walltime       Duration // the user's estimate / time limit; 0 = none given
+	Replicas       int32 // >= 1
+	GPUsPerReplica int32 // >= 0 (0 = CPU-only replica)
+	// LastReplicaGPUs, when > 0, makes the gang unequal: replicas 0..Replicas-2
+	// need GPUsPerReplica GPUs each and the last replica only LastReplicaGPUs
+	// (1..GPUsPerReplica-1). This is the "full nodes plus a remainder" shape of
+	// Philly and Helios jobs (a 20-GPU job on 8-GPU nodes: 8+8+4; docs/shapes.md).
+	// 0 (the default) means every replica needs GPUsPerReplica. Whole GPUs only.
+	LastReplicaGPUs int32
+	GPUMilli        MilliGPU // share of each requested GPU, 1..1000; < 1000 only for a single 1-GPU replica
+	GPUModels       []string // allowed GPU models; empty = any
+	CPUMilli        int64    // per replica
+	MemoryMiB       int64    // per replica
+	Duration        Duration // true run time at reference speed (ground truth; hidden from policies)
+	Walltime        Duration // the user's estimate / time limit; 0 = none given
 
 	// Device-level sharing (used only when the run has Config.Sharing; see
 	// docs/sharing.md). Optional trace columns; zero values mean "exclusive,
@@ -93,12 +99,40 @@ type JobSpec struct {
 	DAG *JobDAG
 }
 
-// TotalGPUs is the number of GPUs the gang occupies (whole or shared).
-func (s *JobSpec) TotalGPUs() int32 { return s.Replicas * s.GPUsPerReplica }
+// TotalGPUs is the number of GPUs the gang occupies (whole or shared):
+// Replicas x GPUsPerReplica, less the remainder's shortfall for an unequal gang.
+func (s *JobSpec) TotalGPUs() int32 {
+	t := s.Replicas * s.GPUsPerReplica
+	if s.LastReplicaGPUs > 0 {
+		t -= s.GPUsPerReplica - s.LastReplicaGPUs
+	}
+	return t
+}
 
 // GPUDemandMilli is the gang's GPU demand in milli-GPU (GPUs x share).
 func (s *JobSpec) GPUDemandMilli() int64 {
-	return int64(s.Replicas) * int64(s.GPUsPerReplica) * int64(s.GPUMilli)
+	return int64(s.TotalGPUs()) * int64(s.GPUMilli)
+}
+
+// Unequal reports whether the gang's last replica is smaller than the others
+// (LastReplicaGPUs > 0).
+func (s *JobSpec) Unequal() bool { return s.LastReplicaGPUs > 0 }
+
+// ReplicaGPUs is the number of GPUs replica r (0-based) needs: GPUsPerReplica,
+// or LastReplicaGPUs for the last replica of an unequal gang.
+func (s *JobSpec) ReplicaGPUs(r int) int32 {
+	if s.LastReplicaGPUs > 0 && r == int(s.Replicas)-1 {
+		return s.LastReplicaGPUs
+	}
+	return s.GPUsPerReplica
+}
+
+// ReplicaSlice returns replica r's GPUs out of a gang's GPU list laid out as
+// placements lay it out: replica r at gpus[r*g:(r+1)*g] with g = GPUsPerReplica,
+// the last replica of an unequal gang cut short at the end of the list. It
+// never allocates.
+func ReplicaSlice(gpus []GPUID, r, g int) []GPUID {
+	return gpus[r*g : min((r+1)*g, len(gpus))]
 }
 
 // Fractional reports whether the job shares a GPU (GPUMilli < 1000).
@@ -148,6 +182,9 @@ func (s *JobSpec) Validate() error {
 	}
 	if s.GPUMilli < WholeGPU && s.GPUsPerReplica > 0 && (s.GPUsPerReplica != 1 || s.Replicas != 1) {
 		errs = append(errs, "gpu_milli: a fractional GPU share needs exactly 1 replica with 1 GPU")
+	}
+	if s.LastReplicaGPUs != 0 && (s.LastReplicaGPUs < 0 || s.LastReplicaGPUs >= s.GPUsPerReplica || s.Replicas < 2 || s.GPUMilli != WholeGPU || s.Sharing != AcceptExclusive) {
+		errs = append(errs, "last_replica_gpus: must be in 1..gpus-1, with at least 2 replicas of whole, exclusive GPUs")
 	}
 	if s.Duration < 0 {
 		errs = append(errs, "duration_s: must be >= 0")

@@ -180,7 +180,7 @@ func (b *bucketPlacer) Place(c *sim.Cluster, j *sim.Job, out *Placement) bool {
 		if !s.AllowsModel(model) || c.ModelFree(m) < int64(s.TotalGPUs()) {
 			continue
 		}
-		if b.placeWhole(c, s, m, out) {
+		if s.Unequal() && b.placeUnequal(c, s, m, out) || !s.Unequal() && b.placeWhole(c, s, m, out) {
 			return true
 		}
 		out.reset()

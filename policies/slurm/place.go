@@ -55,8 +55,8 @@ func (o *overlay) release(j *sim.Job, sign int64, keepMem bool) {
 		if !keepMem {
 			o.mem[n] += sign * s.MemoryMiB
 		}
-		if r*g+g <= len(j.GPUs) {
-			for _, gpu := range j.GPUs[r*g : (r+1)*g] {
+		if r*g <= len(j.GPUs) {
+			for _, gpu := range sim.ReplicaSlice(j.GPUs, r, g) {
 				o.milli[gpu] += sim.MilliGPU(sign) * s.GPUMilli
 			}
 		}
