@@ -250,3 +250,30 @@ func TestUnequalGangChargeProperty(t *testing.T) {
 		}
 	})
 }
+
+// TestUnequalGangOtherPlacements: the placements that know equal gangs only
+// (topology-aware, FGD) place an unequal gang as full replicas and give back
+// the remainder's extra GPUs: the run stays consistent and every job finishes.
+func TestUnequalGangOtherPlacements(t *testing.T) {
+	for _, pl := range []string{"topology-best-fit", "tas", "hived", "binpack", "fgd", "pack"} {
+		t.Run(pl, func(t *testing.T) {
+			pol, err := policies.New("fifo", yamlNode("placement: "+pl))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := &gpuAudit{Policy: pol, fail: func(f string, args ...any) { t.Helper(); t.Fatalf(f, args...) }, placed: map[string]string{}}
+			res := Run(t, Nodes(4, 8), a,
+				MakeJob("A").GPUs(4).Dur(100).Obj(),
+				split("B", 1, 50),
+				MakeJob("C").GPUs(2).At(2).Dur(10).Obj())
+			for i := range res.Jobs {
+				if res.Jobs[i].State != sim.StateCompleted {
+					t.Errorf("%s ended %s", res.Jobs[i].Spec.ID, res.Jobs[i].State)
+				}
+			}
+			if got := Starts(res)["B"]; got != 1 {
+				t.Errorf("B started at %g, want 1 (three empty nodes)", got)
+			}
+		})
+	}
+}

@@ -435,7 +435,11 @@ func (p *coLocating) Place(c *sim.Cluster, j *sim.Job, out *Placement) bool {
 			}
 		}
 	}
-	if !p.Placer.Place(c, j, out) {
+	if j.Spec.Unequal() {
+		if !placeOverAsked(p.Placer, c, j, out) {
+			return false
+		}
+	} else if !p.Placer.Place(c, j, out) {
 		return false
 	}
 	if !out.allAllowed() { // a topology-aware placement ignores Allow while searching

@@ -77,3 +77,19 @@ func takeLast(c *sim.Cluster, n sim.NodeID, skip, need int32, out *Placement) {
 	}
 	out.used = append(out.used, nodeUse{n, 1})
 }
+
+// placeOverAsked places an unequal gang with a placement that knows equal
+// gangs only (the topology-aware ones and the FGD family): it asks p for
+// Replicas full replicas and gives back the GPUs the remainder does not need
+// (the last GPUs of the last replica). Conservative: the remainder waits for a
+// node with a full replica's free GPUs, and topology scores count them
+// (docs/shapes.md). It allocates a copy of the job (unequal gangs only).
+func placeOverAsked(p Placer, c *sim.Cluster, j *sim.Job, out *Placement) bool {
+	eq := *j
+	eq.Spec.LastReplicaGPUs = 0
+	if !p.Place(c, &eq, out) {
+		return false
+	}
+	out.GPUs = out.GPUs[:len(out.GPUs)-int(j.Spec.GPUsPerReplica-j.Spec.LastReplicaGPUs)]
+	return true
+}
