@@ -130,6 +130,19 @@ outer:
 // job allows. With tree non-nil (topology/tree) the job is first confined to
 // one switch (see treeDomain).
 func place(o *overlay, j *sim.Job, cand []sim.NodeID, ok func(sim.NodeID) bool, pl *placement, tree *treeSel) bool {
+	if !placeEqual(o, j, cand, ok, pl, tree) {
+		return false
+	}
+	if s := &j.Spec; s.Unequal() {
+		// An unequal gang (docs/shapes.md) is placed as full replicas; the
+		// remainder gives back the last GPUs of its replica.
+		pl.gpus = pl.gpus[:len(pl.gpus)-int(s.GPUsPerReplica-s.LastReplicaGPUs)]
+	}
+	return true
+}
+
+// placeEqual is place for a gang of Replicas full replicas.
+func placeEqual(o *overlay, j *sim.Job, cand []sim.NodeID, ok func(sim.NodeID) bool, pl *placement, tree *treeSel) bool {
 	s := &j.Spec
 	pl.reset()
 	g := s.GPUsPerReplica
