@@ -66,29 +66,32 @@ type JobSpec struct {
 	Team           string
 	Class          JobClass
 	Priority       int32
-	Replicas       int32 // >= 1
-	GPUsPerReplica int32 // >= 0 (0 = CPU-only replica)
+	Replicas       int32    // >= 1
+	GPUsPerReplica int32    // >= 0 (0 = CPU-only replica)
+	GPUMilli       MilliGPU // share of each requested GPU, 1..1000; < 1000 only for a single 1-GPU replica
+	GPUModels      []string // allowed GPU models; empty = any
+	CPUMilli       int64    // per replica
+	MemoryMiB      int64    // per replica
+	Duration       Duration // true run time at reference speed (ground truth; hidden from policies)
+	Walltime       Duration // the user's estimate / time limit; 0 = none given
+
+	// Device-level sharing (used only when the run has Config.Sharing; see
+	// docs/sharing.md). Optional trace columns; zero values mean "exclusive,
+	// unknown".
+	Sharing JobSharing // GPU sharing the job accepts; non-exclusive needs 1 replica x 1 GPU
+
 	// LastReplicaGPUs, when > 0, makes the gang unequal: replicas 0..Replicas-2
 	// need GPUsPerReplica GPUs each and the last replica only LastReplicaGPUs
 	// (1..GPUsPerReplica-1). This is the "full nodes plus a remainder" shape of
 	// Philly and Helios jobs (a 20-GPU job on 8-GPU nodes: 8+8+4; docs/shapes.md).
 	// 0 (the default) means every replica needs GPUsPerReplica. Whole GPUs only.
+	// (Placed after Sharing, in its padding, so JobSpec does not grow.)
 	LastReplicaGPUs int32
-	GPUMilli        MilliGPU // share of each requested GPU, 1..1000; < 1000 only for a single 1-GPU replica
-	GPUModels       []string // allowed GPU models; empty = any
-	CPUMilli        int64    // per replica
-	MemoryMiB       int64    // per replica
-	Duration        Duration // true run time at reference speed (ground truth; hidden from policies)
-	Walltime        Duration // the user's estimate / time limit; 0 = none given
 
-	// Device-level sharing (used only when the run has Config.Sharing; see
-	// docs/sharing.md). Optional trace columns; zero values mean "exclusive,
-	// unknown".
-	Sharing    JobSharing // GPU sharing the job accepts; non-exclusive needs 1 replica x 1 GPU
-	GPUMemMiB  int64      // peak GPU memory per GPU (MiB); 0 = unknown (not checked)
-	MIGProfile string     // requested MIG profile (e.g. "1g.10gb"); "" = none
-	SMUtil     float64    // solo SM utilisation in [0, 1]; 0 = unknown
-	Workload   string     // interference-matrix key; "" = unknown
+	GPUMemMiB  int64   // peak GPU memory per GPU (MiB); 0 = unknown (not checked)
+	MIGProfile string  // requested MIG profile (e.g. "1g.10gb"); "" = none
+	SMUtil     float64 // solo SM utilisation in [0, 1]; 0 = unknown
+	Workload   string  // interference-matrix key; "" = unknown
 
 	// Serving makes the job a serving job (docs/serving.md): its request load
 	// and P99 latency SLA; nil for other jobs. Copies of a spec share it.
