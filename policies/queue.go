@@ -530,7 +530,7 @@ func (q *queuePolicy) easy(v *sim.View, p *sim.Plan, h *sim.Job) error {
 					continue
 				}
 				reps++
-				for _, gpu := range q.pl.GPUs[r2*g : (r2+1)*g] {
+				for _, gpu := range sim.ReplicaSlice(q.pl.GPUs, r2, g) {
 					if c.GPUUsed(gpu)-q.extraMilli[gpu] <= 0 {
 						dGPU++ // a GPU free at the shadow time that j would still hold
 					}

@@ -283,7 +283,8 @@ type Job struct {
 	Overhead Duration
 
 	// Placement of the current run (nil when not running). Replica r occupies
-	// Nodes[r] and GPUs[r*GPUsPerReplica:(r+1)*GPUsPerReplica].
+	// Nodes[r] and GPUs[r*GPUsPerReplica:(r+1)*GPUsPerReplica] (ReplicaSlice: the
+	// last replica of an unequal gang is cut short at the end of GPUs).
 	Nodes []NodeID
 	GPUs  []GPUID
 

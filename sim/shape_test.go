@@ -229,7 +229,7 @@ func TestUnequalGangChargeProperty(t *testing.T) {
 			}
 			jobs = append(jobs, s)
 		}
-		pol := rapid.SampledFrom([]string{"fifo", "sjf", "priority", "easy-backfill"}).Draw(rt, "policy")
+		pol := rapid.SampledFrom([]string{"fifo", "sjf", "priority", "easy-backfill", "conservative-backfill"}).Draw(rt, "policy")
 		pl := rapid.SampledFrom([]string{"first-fit", "best-fit", "spread"}).Draw(rt, "placement")
 		p, err := policies.New(pol, yamlNode("placement: "+pl))
 		if err != nil {

@@ -18,7 +18,8 @@ type Placer interface {
 }
 
 // Placement is a candidate placement: replica r on Nodes[r] with
-// GPUs[r*g:(r+1)*g].
+// GPUs[r*g:(r+1)*g] (sim.ReplicaSlice: an unequal gang's last replica is cut
+// short at the end of GPUs).
 type Placement struct {
 	Nodes []sim.NodeID
 	GPUs  []sim.GPUID
