@@ -136,44 +136,49 @@ func phillyVC(t *testing.T, vc string, split bool) []sim.JobSpec {
 
 // TestSplitShapeAgreesWithReference replays Philly VC ee9e8c (2,000 jobs, one of
 // them of 20 GPUs, the only "N GPUs" job of the trace that is not a multiple of
-// 8) under fifo and sjf with first-fit on 12 nodes x 8 GPUs, and compares
-// gpusim start for start with refStarts. With shape split every job agrees.
-// With the importer's equal replicas the 20-GPU job is 5 x 4, which fits in
-// the half-empty nodes a Helios-style placer cannot use: under fifo it starts
-// 1,280 s early and 709 jobs diverge (sjf happens to agree on this cluster).
+// 8) under fifo and sjf with first-fit on 12, 40 and 64 nodes x 8 GPUs (64 is
+// the VC's size in the Helios artifact; 40 is scenarios/examples/philly-vc.yaml),
+// and compares gpusim start for start with refStarts. With shape split every
+// job agrees. With the importer's equal replicas the 20-GPU job is 5 x 4, which
+// fits in half-empty nodes a Helios-style placer cannot use, and the different
+// placement shifts later jobs too: the counts of agreeing jobs are pinned.
 func TestSplitShapeAgreesWithReference(t *testing.T) {
-	const nodes = 12
-	for _, name := range []string{"fifo", "sjf"} {
-		for _, split := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%s/split=%v", name, split), func(t *testing.T) {
-				jobs := phillyVC(t, "ee9e8c", split)
-				want := refStarts(phillyVC(t, "ee9e8c", true), nodes, 8, name == "sjf")
-				p, err := New(name, yamlNode(t, "placement: first-fit"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				res := Run(t, Nodes(nodes, 8), p, jobs...)
-				same, unequal := 0, 0
-				var first string
-				for i := range res.Jobs {
-					j := &res.Jobs[i]
-					if j.Spec.Unequal() {
-						unequal++
+	equalAgree := map[string]int{ // policy/nodes -> jobs agreeing with equal replicas
+		"fifo/12": 1291, "fifo/40": 2000, "fifo/64": 1977,
+		"sjf/12": 2000, "sjf/40": 2000, "sjf/64": 1980,
+	}
+	for _, nodes := range []int{12, 40, 64} {
+		for _, name := range []string{"fifo", "sjf"} {
+			want := refStarts(phillyVC(t, "ee9e8c", true), nodes, 8, name == "sjf")
+			for _, split := range []bool{true, false} {
+				t.Run(fmt.Sprintf("%s/nodes=%d/split=%v", name, nodes, split), func(t *testing.T) {
+					p, err := New(name, yamlNode(t, "placement: first-fit"))
+					if err != nil {
+						t.Fatal(err)
 					}
-					if j.FirstStart == want[j.Spec.ID] {
-						same++
-					} else if first == "" {
-						first = fmt.Sprintf("%s (%d GPUs) starts at %s, reference %s", j.Spec.ID, j.Spec.TotalGPUs(), j.FirstStart, want[j.Spec.ID])
+					res := Run(t, Nodes(nodes, 8), p, phillyVC(t, "ee9e8c", split)...)
+					same, unequal := 0, 0
+					var first string
+					for i := range res.Jobs {
+						j := &res.Jobs[i]
+						if j.Spec.Unequal() {
+							unequal++
+						}
+						if j.FirstStart == want[j.Spec.ID] {
+							same++
+						} else if first == "" {
+							first = fmt.Sprintf("%s (%d GPUs) starts at %s, reference %s", j.Spec.ID, j.Spec.TotalGPUs(), j.FirstStart, want[j.Spec.ID])
+						}
 					}
-				}
-				t.Logf("%s split=%v: %d of %d jobs start as the reference (%d unequal gangs); first difference: %s", name, split, same, len(res.Jobs), unequal, first)
-				if split && (same != len(res.Jobs) || unequal != 1) {
-					t.Errorf("%d of %d starts agree, %d unequal gangs (want all, 1): %s", same, len(res.Jobs), unequal, first)
-				}
-				if !split && name == "fifo" && same == len(res.Jobs) {
-					t.Errorf("equal replicas agree with the split reference on every job: the case no longer tests the shape")
-				}
-			})
+					t.Logf("| %s | %d | %v | %d / %d | %s |", name, nodes, split, same, len(res.Jobs), first)
+					if split && (same != len(res.Jobs) || unequal != 1) {
+						t.Errorf("%d of %d starts agree, %d unequal gangs (want all, 1): %s", same, len(res.Jobs), unequal, first)
+					}
+					if k := fmt.Sprintf("%s/%d", name, nodes); !split && same != equalAgree[k] {
+						t.Errorf("equal replicas: %d of %d starts agree with the split reference, want %d", same, len(res.Jobs), equalAgree[k])
+					}
+				})
+			}
 		}
 	}
 }
