@@ -404,7 +404,7 @@ func (q *queuePolicy) giveBack(c *sim.Cluster, hs *sim.JobSpec, nodes []sim.Node
 		q.touch(n)
 		q.extraCPU[n] += js.CPUMilli
 		q.extraMem[n] += js.MemoryMiB
-		for _, gpu := range gpus[r*g : (r+1)*g] {
+		for _, gpu := range sim.ReplicaSlice(gpus, r, g) {
 			q.extraMilli[gpu] += js.GPUMilli
 		}
 	}
@@ -550,7 +550,7 @@ func (q *queuePolicy) easy(v *sim.View, p *sim.Plan, h *sim.Job) error {
 					continue
 				}
 				reps++
-				for _, gpu := range q.pl.GPUs[r2*g : (r2+1)*g] {
+				for _, gpu := range sim.ReplicaSlice(q.pl.GPUs, r2, g) {
 					if c.GPUUsed(gpu)-q.extraMilli[gpu] <= 0 {
 						dGPU++ // a GPU free at the shadow time that j would still hold
 					}

@@ -107,6 +107,7 @@ func (s *Scenario) Jobs(c *sim.Cluster) ([]sim.JobSpec, *traces.ImportReport, er
 			return nil, nil, err
 		}
 		s.Workload.Trace.Options.Throughputs, s.Workload.Trace.Options.ThroughputRef = tt, ref
+		s.Workload.Trace.Options.NodeGPUs = c.MaxGPUsPerNode()
 		jobs, rep, err = s.Workload.Trace.LoadOn(s.dir, s.SeedValue(), c.NumGPUs())
 		if err != nil {
 			return nil, nil, s.fieldErr(path, err)

@@ -588,7 +588,7 @@ func (c *Cluster) Feasible(s *JobSpec) error {
 			m = int(c.nodeMdl[i])
 		}
 		perModel[m] += k
-		if perModel[m] >= int64(s.Replicas) {
+		if perModel[m] >= int64(s.Replicas) || s.Unequal() && perModel[m] >= int64(s.Replicas)-1 && c.feasibleRemainder(s, m) {
 			return nil
 		}
 	}
@@ -600,6 +600,29 @@ func (c *Cluster) Feasible(s *JobSpec) error {
 			s.GPUsPerReplica, modelsOrAny(s.GPUModels), s.CPUMilli, s.MemoryMiB, best)
 	}
 	return fmt.Errorf("needs %d replicas of %d GPUs on nodes of one GPU model; the cluster can hold at most %d", s.Replicas, s.GPUsPerReplica, slices.Max(perModel))
+}
+
+// feasibleRemainder reports whether some empty node of model index m holds the
+// remainder replica of unequal gang s beside as many full replicas as fit there
+// (Feasible's check for sim.JobSpec.LastReplicaGPUs).
+func (c *Cluster) feasibleRemainder(s *JobSpec, m int) bool {
+	for i := range c.nodes {
+		n := &c.nodes[i]
+		if int(c.nodeMdl[i]) != m || !s.AllowsModel(n.GPUModel) || n.Sharing == ShareMIG || s.GPUMemMiB > 0 && n.GPUMemMiB > 0 && s.GPUMemMiB > n.GPUMemMiB {
+			continue
+		}
+		k := int64(n.GPUs / s.GPUsPerReplica)
+		if s.CPUMilli > 0 {
+			k = min(k, n.CPUMilli/s.CPUMilli-1)
+		}
+		if s.MemoryMiB > 0 {
+			k = min(k, n.MemoryMiB/s.MemoryMiB-1)
+		}
+		if k >= 0 && int64(n.GPUs)-k*int64(s.GPUsPerReplica) >= int64(s.LastReplicaGPUs) {
+			return true
+		}
+	}
+	return false
 }
 
 func modelsOrAny(m []string) any {

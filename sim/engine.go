@@ -676,7 +676,10 @@ func (e *Engine) applyStart(s *Start) error {
 	if len(s.Nodes) != int(sp.Replicas) {
 		return fmt.Errorf("%d nodes given for %d replicas", len(s.Nodes), sp.Replicas)
 	}
-	if len(s.GPUs) != int(sp.Replicas)*g {
+	if len(s.GPUs) != int(sp.TotalGPUs()) {
+		if sp.Unequal() {
+			return fmt.Errorf("%d GPUs given for %d replicas x %d GPUs with a last replica of %d", len(s.GPUs), sp.Replicas, g, sp.LastReplicaGPUs)
+		}
 		return fmt.Errorf("%d GPUs given for %d replicas x %d GPUs", len(s.GPUs), sp.Replicas, g)
 	}
 	c := e.cluster
@@ -700,7 +703,7 @@ func (e *Engine) applyStart(s *Start) error {
 		if !c.fitsNode(n, sp.CPUMilli, mem) {
 			return fmt.Errorf("replica %d: node %s lacks CPU or memory (free %d mCPU, %d MiB; need %d, %d)", r, c.nodes[n].Name, c.cpuFree[n], c.memFree[n], sp.CPUMilli, mem)
 		}
-		gs := s.GPUs[r*g : (r+1)*g]
+		gs := ReplicaSlice(s.GPUs, r, g)
 		for _, gpu := range gs {
 			if gpu < 0 || int64(gpu) >= c.totalGPUs || c.gpuNode[gpu] != n {
 				return fmt.Errorf("replica %d: GPU %d is not on node %s", r, gpu, c.nodes[n].Name)
@@ -879,7 +882,7 @@ func (e *Engine) stop(j *Job, keepMem bool) {
 		return
 	}
 	for r, n := range j.Nodes {
-		e.chargeReplica(n, j.GPUs[r*g:(r+1)*g], sp.GPUMilli, sp.CPUMilli, mem, -1)
+		e.chargeReplica(n, ReplicaSlice(j.GPUs, r, g), sp.GPUMilli, sp.CPUMilli, mem, -1)
 	}
 	e.removeRunning(j)
 }

@@ -552,7 +552,7 @@ func (e *Engine) recoverInPlace(j *Job, inc *Incident) (bool, error) {
 	g := int(sp.GPUsPerReplica)
 	failed := func(r int) bool {
 		if inc.GPU >= 0 {
-			return g > 0 && slices.Contains(j.GPUs[r*g:(r+1)*g], inc.GPU)
+			return g > 0 && slices.Contains(ReplicaSlice(j.GPUs, r, g), inc.GPU)
 		}
 		return f.mark[j.Nodes[r]]
 	}
@@ -595,8 +595,8 @@ func (e *Engine) recoverInPlace(j *Job, inc *Incident) (bool, error) {
 		}
 		f.nodes[r] = n
 		k0 := len(f.picked)
-		f.picked = e.pickGPUs(f.picked, n, isSpare, span, dom, g)
-		copy(f.gpus[r*g:(r+1)*g], f.picked[k0:])
+		f.picked = e.pickGPUs(f.picked, n, isSpare, span, dom, int(sp.ReplicaGPUs(r)))
+		copy(ReplicaSlice(f.gpus, r, g), f.picked[k0:])
 	}
 	// Apply in place: the healthy replicas keep their GPUs; the failed ones
 	// release theirs and take the replacements (spares join the service); the
@@ -609,7 +609,7 @@ func (e *Engine) recoverInPlace(j *Job, inc *Incident) (bool, error) {
 	j.Wasted += max(0, el-Duration(float64(done-j.runDone)/j.speed))
 	j.Done = done
 	for _, r := range f.moved {
-		e.chargeReplica(j.Nodes[r], j.GPUs[r*g:(r+1)*g], sp.GPUMilli, sp.CPUMilli, sp.MemoryMiB, -1)
+		e.chargeReplica(j.Nodes[r], ReplicaSlice(j.GPUs, r, g), sp.GPUMilli, sp.CPUMilli, sp.MemoryMiB, -1)
 	}
 	for _, n := range spares {
 		e.changeNode(n, func() { f.spare[n] = false })
@@ -621,7 +621,7 @@ func (e *Engine) recoverInPlace(j *Job, inc *Incident) (bool, error) {
 		if !c.fitsNode(n, sp.CPUMilli, sp.MemoryMiB) {
 			return false, fmt.Errorf("fault-tolerant recovery of job %s at t=%s: node %s lacks CPU or memory", sp.ID, e.now, c.nodes[n].Name)
 		}
-		gs := f.gpus[r*g : (r+1)*g]
+		gs := ReplicaSlice(f.gpus, r, g)
 		for _, gg := range gs {
 			if c.gpuUsed[gg] != 0 {
 				return false, fmt.Errorf("fault-tolerant recovery of job %s at t=%s: GPU %d is in use", sp.ID, e.now, gg)
@@ -629,7 +629,7 @@ func (e *Engine) recoverInPlace(j *Job, inc *Incident) (bool, error) {
 		}
 		e.chargeReplica(n, gs, sp.GPUMilli, sp.CPUMilli, sp.MemoryMiB, +1)
 		j.Nodes[r] = n
-		copy(j.GPUs[r*g:(r+1)*g], gs)
+		copy(ReplicaSlice(j.GPUs, r, g), gs)
 	}
 	if e.cfg.Speed != nil {
 		j.speed = e.cfg.Speed.Speed(c, j)

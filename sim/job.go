@@ -78,11 +78,20 @@ type JobSpec struct {
 	// Device-level sharing (used only when the run has Config.Sharing; see
 	// docs/sharing.md). Optional trace columns; zero values mean "exclusive,
 	// unknown".
-	Sharing    JobSharing // GPU sharing the job accepts; non-exclusive needs 1 replica x 1 GPU
-	GPUMemMiB  int64      // peak GPU memory per GPU (MiB); 0 = unknown (not checked)
-	MIGProfile string     // requested MIG profile (e.g. "1g.10gb"); "" = none
-	SMUtil     float64    // solo SM utilisation in [0, 1]; 0 = unknown
-	Workload   string     // interference-matrix key; "" = unknown
+	Sharing JobSharing // GPU sharing the job accepts; non-exclusive needs 1 replica x 1 GPU
+
+	// LastReplicaGPUs, when > 0, makes the gang unequal: replicas 0..Replicas-2
+	// need GPUsPerReplica GPUs each and the last replica only LastReplicaGPUs
+	// (1..GPUsPerReplica-1). This is the "full nodes plus a remainder" shape of
+	// Philly and Helios jobs (a 20-GPU job on 8-GPU nodes: 8+8+4; docs/shapes.md).
+	// 0 (the default) means every replica needs GPUsPerReplica. Whole GPUs only.
+	// (Placed after Sharing, in its padding, so JobSpec does not grow.)
+	LastReplicaGPUs int32
+
+	GPUMemMiB  int64   // peak GPU memory per GPU (MiB); 0 = unknown (not checked)
+	MIGProfile string  // requested MIG profile (e.g. "1g.10gb"); "" = none
+	SMUtil     float64 // solo SM utilisation in [0, 1]; 0 = unknown
+	Workload   string  // interference-matrix key; "" = unknown
 
 	// Serving makes the job a serving job (docs/serving.md): its request load
 	// and P99 latency SLA; nil for other jobs. Copies of a spec share it.
@@ -93,12 +102,40 @@ type JobSpec struct {
 	DAG *JobDAG
 }
 
-// TotalGPUs is the number of GPUs the gang occupies (whole or shared).
-func (s *JobSpec) TotalGPUs() int32 { return s.Replicas * s.GPUsPerReplica }
+// TotalGPUs is the number of GPUs the gang occupies (whole or shared):
+// Replicas x GPUsPerReplica, less the remainder's shortfall for an unequal gang.
+func (s *JobSpec) TotalGPUs() int32 {
+	t := s.Replicas * s.GPUsPerReplica
+	if s.LastReplicaGPUs > 0 {
+		t -= s.GPUsPerReplica - s.LastReplicaGPUs
+	}
+	return t
+}
 
 // GPUDemandMilli is the gang's GPU demand in milli-GPU (GPUs x share).
 func (s *JobSpec) GPUDemandMilli() int64 {
-	return int64(s.Replicas) * int64(s.GPUsPerReplica) * int64(s.GPUMilli)
+	return int64(s.TotalGPUs()) * int64(s.GPUMilli)
+}
+
+// Unequal reports whether the gang's last replica is smaller than the others
+// (LastReplicaGPUs > 0).
+func (s *JobSpec) Unequal() bool { return s.LastReplicaGPUs > 0 }
+
+// ReplicaGPUs is the number of GPUs replica r (0-based) needs: GPUsPerReplica,
+// or LastReplicaGPUs for the last replica of an unequal gang.
+func (s *JobSpec) ReplicaGPUs(r int) int32 {
+	if s.LastReplicaGPUs > 0 && r == int(s.Replicas)-1 {
+		return s.LastReplicaGPUs
+	}
+	return s.GPUsPerReplica
+}
+
+// ReplicaSlice returns replica r's GPUs out of a gang's GPU list laid out as
+// placements lay it out: replica r at gpus[r*g:(r+1)*g] with g = GPUsPerReplica,
+// the last replica of an unequal gang cut short at the end of the list. It
+// never allocates.
+func ReplicaSlice(gpus []GPUID, r, g int) []GPUID {
+	return gpus[r*g : min((r+1)*g, len(gpus))]
 }
 
 // Fractional reports whether the job shares a GPU (GPUMilli < 1000).
@@ -148,6 +185,9 @@ func (s *JobSpec) Validate() error {
 	}
 	if s.GPUMilli < WholeGPU && s.GPUsPerReplica > 0 && (s.GPUsPerReplica != 1 || s.Replicas != 1) {
 		errs = append(errs, "gpu_milli: a fractional GPU share needs exactly 1 replica with 1 GPU")
+	}
+	if s.LastReplicaGPUs != 0 && (s.LastReplicaGPUs < 0 || s.LastReplicaGPUs >= s.GPUsPerReplica || s.Replicas < 2 || s.GPUMilli != WholeGPU || s.Sharing != AcceptExclusive) {
+		errs = append(errs, "last_replica_gpus: must be in 1..gpus-1, with at least 2 replicas of whole, exclusive GPUs")
 	}
 	if s.Duration < 0 {
 		errs = append(errs, "duration_s: must be >= 0")
@@ -243,7 +283,8 @@ type Job struct {
 	Overhead Duration
 
 	// Placement of the current run (nil when not running). Replica r occupies
-	// Nodes[r] and GPUs[r*GPUsPerReplica:(r+1)*GPUsPerReplica].
+	// Nodes[r] and GPUs[r*GPUsPerReplica:(r+1)*GPUsPerReplica] (ReplicaSlice: the
+	// last replica of an unequal gang is cut short at the end of GPUs).
 	Nodes []NodeID
 	GPUs  []GPUID
 

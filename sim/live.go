@@ -479,7 +479,7 @@ func PlacementString(c *Cluster, j *Job) string {
 		}
 		b.WriteString(c.Node(n).Name)
 		b.WriteByte(':')
-		for k, gpu := range j.GPUs[r*g : (r+1)*g] {
+		for k, gpu := range ReplicaSlice(j.GPUs, r, g) {
 			if k > 0 {
 				b.WriteByte(',')
 			}

@@ -45,8 +45,9 @@ func (m PreemptMode) String() string {
 }
 
 // Start asks the engine to start a pending job. Replica r runs on Nodes[r] using
-// GPUs[r*g:(r+1)*g] where g is the job's GPUsPerReplica; each GPU must belong to its
-// replica's node.
+// GPUs[r*g:(r+1)*g] where g is the job's GPUsPerReplica (ReplicaSlice: the last
+// replica of an unequal gang has only LastReplicaGPUs, so len(GPUs) is the job's
+// TotalGPUs); each GPU must belong to its replica's node.
 type Start struct {
 	Job   JobRef
 	Nodes []NodeID

@@ -223,9 +223,9 @@ func (e *Engine) initPower() error {
 // jobDemand returns job j's dyn at full power, its minimum dyn (throttle
 // floor) and its attributed idle share, in mW, on the given nodes.
 func (ps *powerState) jobDemand(c *Cluster, s *JobSpec, nodes []NodeID) (full, least, idle int64) {
-	for _, n := range nodes {
+	for r, n := range nodes {
 		m := c.NodeModel(n)
-		g := int64(s.GPUsPerReplica) * int64(s.GPUMilli)
+		g := int64(s.ReplicaGPUs(r)) * int64(s.GPUMilli)
 		full += ps.dynMW[m] * g / 1000
 		least += min(ps.minMW[m], ps.dynMW[m]) * g / 1000
 		idle += ps.idleMW[m] * g / 1000
@@ -255,6 +255,9 @@ func (ps *powerState) mayFit(c *Cluster, s *JobSpec) bool {
 	}
 	// jobDemand floors per replica: subtract one mW per replica to stay below it.
 	need := least*int64(s.GPUsPerReplica)*int64(s.GPUMilli)/1000*int64(s.Replicas) - int64(s.Replicas)
+	if s.Unequal() { // the last replica floors on its own, smaller share
+		need -= least*int64(s.GPUsPerReplica)*int64(s.GPUMilli)/1000 - least*int64(s.LastReplicaGPUs)*int64(s.GPUMilli)/1000
+	}
 	return ps.baseMW+ps.dynSum+need <= ps.capMW
 }
 

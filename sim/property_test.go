@@ -37,7 +37,7 @@ func (c *checker) Schedule(v *sim.View, p *sim.Plan) error {
 	cpu := make([]int64, cl.NumNodes())
 	for _, j := range v.Running() {
 		s := &j.Spec
-		if len(j.Nodes) != int(s.Replicas) || len(j.GPUs) != int(s.Replicas*s.GPUsPerReplica) {
+		if len(j.Nodes) != int(s.Replicas) || len(j.GPUs) != int(s.TotalGPUs()) {
 			c.t.Fatalf("job %s runs with a partial gang: %d nodes, %d GPUs", s.ID, len(j.Nodes), len(j.GPUs))
 		}
 		for _, g := range j.GPUs {

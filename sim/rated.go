@@ -137,7 +137,7 @@ func (e *Engine) stopRated(j *Job, mem int64) {
 		}
 	} else {
 		for r, n := range j.Nodes {
-			e.chargeReplica(n, j.GPUs[r*g:(r+1)*g], sp.GPUMilli, sp.CPUMilli, mem, -1)
+			e.chargeReplica(n, ReplicaSlice(j.GPUs, r, g), sp.GPUMilli, sp.CPUMilli, mem, -1)
 		}
 	}
 	e.removeRunning(j)

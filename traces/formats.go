@@ -29,6 +29,9 @@ type ReadOptions struct {
 	// steps into reference-GPU time for formats that give steps (gavel).
 	Throughputs   *workloads.ThroughputTable
 	ThroughputRef int
+	// NodeGPUs is the GPUs of a full node for a TraceSource with shape split and
+	// no nodeGPUs of its own (scenarios set it to the cluster's largest node).
+	NodeGPUs int32
 }
 
 // JobReader streams a job trace. Next returns io.EOF after the last job; a bad row

@@ -38,6 +38,11 @@ type TraceSource struct {
 	TargetLoad float64      `yaml:"targetLoad"`
 	Window     *TraceWindow `yaml:"window"`
 	Limit      int          `yaml:"limit"` // keep the first N jobs after filter and window; 0 = all
+	// Shape, when "split", reshapes every whole-GPU job into full nodes plus a
+	// remainder (SplitShape, docs/shapes.md) with NodeGPUs GPUs per full node;
+	// "" keeps the importer's equal replicas.
+	Shape    string `yaml:"shape"`
+	NodeGPUs int32  `yaml:"nodeGPUs"` // GPUs of a full node for shape split; 0 = Options.NodeGPUs (the cluster's largest node)
 	// Options are the importer options the scenario sets (not YAML): the
 	// throughput table of formats that give work in steps.
 	Options ReadOptions `yaml:"-"`
@@ -92,6 +97,7 @@ func (t *TraceSource) Validate() sim.FieldErrors {
 	if t.Limit < 0 {
 		fe.Add("limit", "must be >= 0, got %d", t.Limit)
 	}
+	fe = append(fe, t.validateShape()...)
 	return fe
 }
 
@@ -161,6 +167,10 @@ func (t *TraceSource) LoadOn(baseDir string, seed uint64, clusterGPUs int64) ([]
 	if t.TargetLoad > 0 && clusterGPUs <= 0 {
 		return nil, nil, fmt.Errorf("targetLoad needs the cluster size (GPUs)")
 	}
+	split, err := t.splitGPUs()
+	if err != nil {
+		return nil, nil, err
+	}
 	r, err := OpenJobsWith(t.Format, ResolvePath(baseDir, t.Path), t.Options)
 	if err != nil {
 		return nil, nil, err
@@ -198,6 +208,9 @@ func (t *TraceSource) LoadOn(baseDir string, seed uint64, clusterGPUs int64) ([]
 			continue
 		}
 		j.Submit -= start
+		if split > 0 {
+			SplitShape(&j, split)
+		}
 		acc.add(j)
 	}
 	jobs := acc.flatten()

@@ -497,7 +497,7 @@ func (k *Kueue) QueueNominalGPUs(queue string) (float64, bool) {
 func requests(s *sim.JobSpec) map[string]int64 {
 	r := map[string]int64{}
 	if s.GPUsPerReplica > 0 {
-		r[ResGPU] = int64(s.Replicas) * int64(s.GPUsPerReplica) // a shared GPU counts as one (extended resources are integers)
+		r[ResGPU] = int64(s.TotalGPUs()) // a shared GPU counts as one (extended resources are integers)
 	}
 	if s.CPUMilli > 0 {
 		r[ResCPU] = int64(s.Replicas) * s.CPUMilli

@@ -32,7 +32,7 @@ func resIndex(name string) int8 {
 func requestVec(s *sim.JobSpec) reqVec {
 	var r reqVec
 	if s.GPUsPerReplica > 0 {
-		r[riGPU] = int64(s.Replicas) * int64(s.GPUsPerReplica)
+		r[riGPU] = int64(s.TotalGPUs())
 	}
 	if s.CPUMilli > 0 {
 		r[riCPU] = int64(s.Replicas) * s.CPUMilli

@@ -504,7 +504,7 @@ func (k *Kueue) tasTake(x *workload, sign int64) {
 	c, s := t.whatIf, &x.job.Spec
 	g := s.GPUsPerReplica
 	for r, n := range x.job.Nodes {
-		gpus := x.job.GPUs[int32(r)*g : int32(r+1)*g]
+		gpus := sim.ReplicaSlice(x.job.GPUs, r, int(g))
 		if sign < 0 {
 			c.Release(n, gpus, s.GPUMilli, s.CPUMilli, s.MemoryMiB)
 		} else {

@@ -18,7 +18,8 @@ type Placer interface {
 }
 
 // Placement is a candidate placement: replica r on Nodes[r] with
-// GPUs[r*g:(r+1)*g].
+// GPUs[r*g:(r+1)*g] (sim.ReplicaSlice: an unequal gang's last replica is cut
+// short at the end of GPUs).
 type Placement struct {
 	Nodes []sim.NodeID
 	GPUs  []sim.GPUID
@@ -180,7 +181,7 @@ func (b *bucketPlacer) Place(c *sim.Cluster, j *sim.Job, out *Placement) bool {
 		if !s.AllowsModel(model) || c.ModelFree(m) < int64(s.TotalGPUs()) {
 			continue
 		}
-		if b.placeWhole(c, s, m, out) {
+		if s.Unequal() && b.placeUnequal(c, s, m, out) || !s.Unequal() && b.placeWhole(c, s, m, out) {
 			return true
 		}
 		out.reset()
@@ -435,7 +436,11 @@ func (p *coLocating) Place(c *sim.Cluster, j *sim.Job, out *Placement) bool {
 			}
 		}
 	}
-	if !p.Placer.Place(c, j, out) {
+	if j.Spec.Unequal() {
+		if !placeOverAsked(p.Placer, c, j, out) {
+			return false
+		}
+	} else if !p.Placer.Place(c, j, out) {
 		return false
 	}
 	if !out.allAllowed() { // a topology-aware placement ignores Allow while searching

@@ -55,8 +55,8 @@ func (o *overlay) release(j *sim.Job, sign int64, keepMem bool) {
 		if !keepMem {
 			o.mem[n] += sign * s.MemoryMiB
 		}
-		if r*g+g <= len(j.GPUs) {
-			for _, gpu := range j.GPUs[r*g : (r+1)*g] {
+		if r*g <= len(j.GPUs) {
+			for _, gpu := range sim.ReplicaSlice(j.GPUs, r, g) {
 				o.milli[gpu] += sim.MilliGPU(sign) * s.GPUMilli
 			}
 		}
@@ -130,6 +130,19 @@ outer:
 // job allows. With tree non-nil (topology/tree) the job is first confined to
 // one switch (see treeDomain).
 func place(o *overlay, j *sim.Job, cand []sim.NodeID, ok func(sim.NodeID) bool, pl *placement, tree *treeSel) bool {
+	if !placeEqual(o, j, cand, ok, pl, tree) {
+		return false
+	}
+	if s := &j.Spec; s.Unequal() {
+		// An unequal gang (docs/shapes.md) is placed as full replicas; the
+		// remainder gives back the last GPUs of its replica.
+		pl.gpus = pl.gpus[:len(pl.gpus)-int(s.GPUsPerReplica-s.LastReplicaGPUs)]
+	}
+	return true
+}
+
+// placeEqual is place for a gang of Replicas full replicas.
+func placeEqual(o *overlay, j *sim.Job, cand []sim.NodeID, ok func(sim.NodeID) bool, pl *placement, tree *treeSel) bool {
 	s := &j.Spec
 	pl.reset()
 	g := s.GPUsPerReplica
