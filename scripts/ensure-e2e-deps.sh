@@ -27,10 +27,16 @@ start=$(date +%s)
 echo "e2e-deps: building etcd ($deps/etcd)" >&2
 go build -C "$deps/etcd" -trimpath -o "$tmp/bin/etcd" go.etcd.io/etcd/server/v3
 echo "e2e-deps: building kube-apiserver ($deps/apiserver; 10-20 min on 2 cores)" >&2
-go build -C "$deps/apiserver" -trimpath -o "$tmp/bin/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-read -r kmod kver < "$deps/kueue.version"
-kdir=$(go mod download -json "$kmod@$kver" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-[ -n "$kdir" ] || { echo "e2e-deps: go mod download $kmod@$kver gave no directory" >&2; exit 1; }
+# The version the API server reports (/version), as the upstream build sets it.
+kver=$(sed -n 's/^require k8s.io\/kubernetes \(v[0-9.]*\)$/\1/p' "$deps/apiserver/go.mod")
+[ -n "$kver" ] || { echo "e2e-deps: no k8s.io/kubernetes version in $deps/apiserver/go.mod" >&2; exit 1; }
+minor=$(echo "$kver" | cut -d. -f2)
+go build -C "$deps/apiserver" -trimpath -o "$tmp/bin/kube-apiserver" \
+	-ldflags "-X k8s.io/component-base/version.gitVersion=$kver -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean" \
+	k8s.io/kubernetes/cmd/kube-apiserver
+read -r kmod kqver < "$deps/kueue.version"
+kdir=$(go mod download -json "$kmod@$kqver" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+[ -n "$kdir" ] || { echo "e2e-deps: go mod download $kmod@$kqver gave no directory" >&2; exit 1; }
 cp "$kdir"/config/components/crd/bases/*.yaml "$tmp/crds/kueue/"
 "$tmp/bin/etcd" --version >&2
 "$tmp/bin/kube-apiserver" --version >&2

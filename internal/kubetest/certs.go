@@ -17,10 +17,10 @@ import (
 
 // pkiFiles are the PEM files of a throw-away PKI written by writePKI.
 type pkiFiles struct {
-	CACert, ServerCert, ServerKey string // API server serving pair, signed by CA
-	AdminCert, AdminKey               string // client pair in group system:masters
-	SAKey, SAPub                      string // service-account token signing pair
-	caPEM, adminCertPEM, adminKeyPEM  []byte
+	CACert, ServerCert, ServerKey    string // API server serving pair, signed by CA
+	AdminCert, AdminKey              string // client pair in group system:masters
+	SAKey, SAPub                     string // service-account token signing pair
+	caPEM, adminCertPEM, adminKeyPEM []byte
 }
 
 // writePKI creates, under dir, a CA valid for a day, a serving certificate

@@ -166,13 +166,18 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 	})
 }
 
-// RestartAPIServer stops kube-apiserver (SIGTERM, then SIGKILL after 20s)
-// and starts it again on the same port with the same flags and etcd, so the
-// stored state survives. Existing clients reconnect on their next request;
+// apiGrace is how long Stop and RestartAPIServer wait after SIGTERM before
+// SIGKILL. kube-apiserver stops listening at once but, with a watch open,
+// was seen still running 20s later; tests need not wait for that drain.
+const apiGrace = 3 * time.Second
+
+// RestartAPIServer stops kube-apiserver (SIGTERM, then SIGKILL after
+// apiGrace) and starts it again on the same port with the same flags and
+// etcd, so the stored state survives. Existing clients reconnect on their next request;
 // watches end and must be re-established (informers do so themselves).
 func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 	if c.api != nil {
-		c.api.stop(20 * time.Second)
+		c.api.stop(apiGrace)
 	}
 	return c.startAPIServer(ctx)
 }
@@ -180,7 +185,7 @@ func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 // Stop stops kube-apiserver, then etcd. It is safe to call more than once.
 func (c *Cluster) Stop() {
 	if c.api != nil {
-		c.api.stop(20 * time.Second)
+		c.api.stop(apiGrace)
 	}
 	if c.etcd != nil {
 		c.etcd.stop(10 * time.Second)
