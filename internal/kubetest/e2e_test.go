@@ -130,6 +130,7 @@ func TestE2EPodLifecycle(t *testing.T) {
 	if p, _ := pods.Get(ctx, "unbound", metav1.GetOptions{}); p.Status.Phase != corev1.PodPending {
 		t.Errorf("unbound pod phase %q, want Pending", p.Status.Phase)
 	}
+	bound := time.Now() // the kubelet's start time is after this
 	for _, name := range []string{"train", "bad", "serve"} {
 		if err := c.Bind(ctx, ns, name, "gpu-a"); err != nil {
 			t.Fatal(err)
@@ -148,12 +149,13 @@ func TestE2EPodLifecycle(t *testing.T) {
 	if term == nil || term.ExitCode != 0 {
 		t.Fatalf("succeeded pod container state %+v", done.Status.ContainerStatuses)
 	}
-	// 100 s × 0.01 = 1 s between start and finish (the API keeps seconds).
-	if el := term.FinishedAt.Sub(done.Status.StartTime.Time); el < time.Second-time.Second || el > 5*time.Second {
-		t.Errorf("ran %v, want about 1s", el)
+	// 100 s × 0.01 = 1 s after the kubelet's start (which follows bound); the
+	// API keeps whole seconds, so the recorded times differ by 0..2 s.
+	if el := time.Since(bound); el < time.Second || el > 10*time.Second {
+		t.Errorf("Succeeded %v after binding, want 1s..10s", el)
 	}
-	if el := time.Since(run.Status.StartTime.Time); el < 900*time.Millisecond {
-		t.Errorf("succeeded %v after start, want >= 1s", el)
+	if el := term.FinishedAt.Sub(done.Status.StartTime.Time); el < 0 || el > 2*time.Second {
+		t.Errorf("recorded run time %v, want 0..2s", el)
 	}
 	bad := waitPhase(t, ctx, c, ns, "bad", corev1.PodFailed)
 	if bad.Status.Reason != "InvalidDuration" || !strings.Contains(bad.Status.Message, `gpusim.io/duration "soon"`) {
