@@ -114,9 +114,10 @@ func Start(ctx context.Context, opt Options) (c *Cluster, err error) {
 		return nil, err
 	}
 	c.apiPort = ports[2]
-	// The flag set follows controller-runtime's envtest
-	// (pkg/internal/testing/controlplane/apiserver.go, configureDefaults):
-	// loopback, RBAC, no ServiceAccount admission (no token controller runs).
+	// Modelled on controller-runtime's envtest control plane: loopback
+	// only, client-certificate authentication, RBAC. The ServiceAccount
+	// admission plugin is off because no controller manager creates the
+	// "default" service account it would require of every pod.
 	c.apiArgs = []string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
