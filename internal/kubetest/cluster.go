@@ -68,18 +68,17 @@ type proc struct {
 // Start runs etcd and kube-apiserver on free loopback ports and waits until
 // the API server's /readyz answers ok. On error everything started is
 // stopped. Call Stop when done.
-func Start(ctx context.Context, opt Options) (c *Cluster, err error) {
+func Start(ctx context.Context, opt Options) (_ *Cluster, err error) {
 	if opt.BinDir == "" || opt.Dir == "" {
 		return nil, errors.New("kubetest: Start needs Options.BinDir and Options.Dir")
 	}
 	if opt.StartTimeout <= 0 {
 		opt.StartTimeout = 60 * time.Second
 	}
-	c = &Cluster{Dir: opt.Dir, opt: opt}
+	c := &Cluster{Dir: opt.Dir, opt: opt}
 	defer func() {
 		if err != nil {
 			c.Stop()
-			c = nil
 		}
 	}()
 	pki, err := writePKI(opt.Dir)

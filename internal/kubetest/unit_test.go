@@ -1,6 +1,7 @@
 package kubetest
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,5 +97,26 @@ func TestStatuses(t *testing.T) {
 	}
 	if c := s.Conditions[3]; c.Status != corev1.ConditionFalse || c.Reason != "PodCompleted" {
 		t.Errorf("Ready condition after completion %+v", c)
+	}
+}
+
+// Start fails with a clear error, and leaves nothing running, when a binary
+// is missing or exits at once.
+func TestStartErrors(t *testing.T) {
+	ctx := context.Background()
+	if _, err := Start(ctx, Options{}); err == nil || !strings.Contains(err.Error(), "needs Options.BinDir and Options.Dir") {
+		t.Errorf("Start with no options: %v", err)
+	}
+	bin := t.TempDir()
+	if _, err := Start(ctx, Options{BinDir: bin, Dir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "kubetest: start etcd") {
+		t.Errorf("Start without etcd: %v", err)
+	}
+	// An "etcd" that prints and exits: the error quotes its log.
+	if err := os.WriteFile(filepath.Join(bin, "etcd"), []byte("#!/bin/sh\necho bad flag >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Start(ctx, Options{BinDir: bin, Dir: t.TempDir(), StartTimeout: 10 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "etcd exited before it was ready (exit status 3)") || !strings.Contains(err.Error(), "bad flag") {
+		t.Errorf("Start with a failing etcd: %v", err)
 	}
 }
