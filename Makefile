@@ -5,7 +5,7 @@ PKGS     ?= ./...
 # Packages whose tests the CI runs (everything; fuzz seeds run as unit tests).
 TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all build test vet staticcheck unit unit-lpsolve race bench bench-full demo fuzz clean help fmt fidelity-slurm
+.PHONY: e2e e2e-deps all build test vet staticcheck unit unit-lpsolve race bench bench-full demo fuzz clean help fmt fidelity-slurm
 
 all: build
 
@@ -63,6 +63,17 @@ FIXTURES ?= $(wildcard policies/slurm/testdata/fidelity/*/)
 
 fidelity-slurm: ## record real Slurm on the fidelity fixtures (FIXTURES=dir...; ~25 min; needs root or Slurm installed)
 	scripts/fidelity-slurm.sh $(FIXTURES)
+
+# End-to-end tests against a real kube-apiserver + etcd (docs/e2e.md). The
+# binaries are built from the Go module proxy into ~/.cache/gpusim-e2e/<key>/
+# (cold: about 10 min on 2 cores; cached: instant). Not part of `make test`.
+E2E_PKGS ?= ./internal/kubetest/
+
+e2e-deps: ## build and cache kube-apiserver v1.34 and etcd v3.5 from the Go module proxy (scripts/ensure-e2e-deps.sh)
+	scripts/ensure-e2e-deps.sh
+
+e2e: ## e2e-deps, then the end-to-end tests with GPUSIM_E2E_REQUIRE=1 (a missing binary fails)
+	GPUSIM_E2E_BIN="$$(scripts/ensure-e2e-deps.sh | tail -n1)" GPUSIM_E2E_REQUIRE=1 $(GO) test -count=1 -timeout 10m -run 'E2E' -v $(E2E_PKGS)
 
 demo: build ## run the embedded demo scenario (no external files) into out/demo
 	$(BIN) run --demo -o out/demo
