@@ -279,8 +279,20 @@ var otherColors = []color.RGBA{
 // PolicyColor is the fixed colour of a policy label in every plot: a shipped
 // policy's own colour (also for labels such as "kueue @ scenario" or "seed-3/fifo"),
 // otherwise a colour chosen by a hash of the label, so the same label always
-// gets the same colour.
+// gets the same colour. While a report is written, a label whose colour an
+// earlier label of the same report already has gets the next free one
+// (colors.go), so no two policies of a report share a colour.
 func PolicyColor(label string) color.RGBA {
+	if m := reportColors.Load(); m != nil {
+		if c, ok := (*m)[label]; ok {
+			return c
+		}
+	}
+	return basePolicyColor(label)
+}
+
+// basePolicyColor is PolicyColor without a report's clash resolution.
+func basePolicyColor(label string) color.RGBA {
 	base := label
 	if i := strings.Index(base, " @ "); i >= 0 {
 		base = base[:i]

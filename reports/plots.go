@@ -112,8 +112,12 @@ func drawPlot(p *plot.Plot, c draw.Canvas) {
 	}
 	leg := p.Legend
 	legW := leg.Rectangle(inner).Size().X
+	// Right margin: 4 pt plus 15 % of the legend's width, because a browser
+	// draws the inlined SVG's text in its own sans-serif font, which can run
+	// wider than the font gonum measured it with (a long label was clipped).
+	margin := vg.Points(4) + legW*0.15
 	if legW > 0 {
-		inner.Max.X -= legW + vg.Points(14) // 10 pt gap, 4 pt right margin
+		inner.Max.X -= legW + vg.Points(10) + margin // 10 pt gap
 		p.Legend = plot.NewLegend()
 		defer func() { p.Legend = leg }()
 	}
@@ -124,7 +128,7 @@ func drawPlot(p *plot.Plot, c draw.Canvas) {
 	}
 	if legW > 0 {
 		area := dac
-		area.Min.X, area.Max.X = c.Max.X-legW-vg.Points(4), c.Max.X-vg.Points(4)
+		area.Min.X, area.Max.X = c.Max.X-legW-margin, c.Max.X-margin
 		leg.Top, leg.Left, leg.XOffs, leg.YOffs = true, true, 0, 0
 		leg.Draw(area)
 	}

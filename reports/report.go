@@ -598,8 +598,13 @@ func BuildReportWith(runDirs []string, outDir string, setups []Setup) error {
 	return rep.Write(outDir)
 }
 
-// Write writes the report files into outDir.
+// Write writes the report files into outDir, with no two of its policies
+// drawn in the same colour (withReportColors).
 func (rep *Report) Write(outDir string) error {
+	return withReportColors(rep.groupLabels(), func() error { return rep.write(outDir) })
+}
+
+func (rep *Report) write(outDir string) error {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return fmt.Errorf("create report dir: %w", err)
 	}
@@ -690,6 +695,12 @@ details summary { cursor: pointer; color: #245; margin: 0.6em 0; }
 <tr>{{range .FidHeader}}<th>{{.}}</th>{{end}}</tr>
 {{range .Fidelity}}<tr>{{range $i, $c := .}}<td{{if ge $i 3}} class="num"{{end}}>{{$c}}</td>{{end}}</tr>
 {{end}}</table></div>
+{{end}}{{if .ModelHeader}}<h2>Models</h2>
+<p class="note">Figures of the scenario's optional models per run (summary.json; docs/outputs.md): failures and recovery, telemetry stragglers, power and carbon, checkpoint I/O, serving jobs, job dependencies. "–": the run has no such model.</p>
+<div class="scroll"><table id="models">
+<tr>{{range .ModelHeader}}<th>{{.}}</th>{{end}}</tr>
+{{range .ModelRows}}<tr>{{range $i, $c := .}}<td{{if ge $i 1}} class="num"{{end}}>{{$c}}</td>{{end}}</tr>
+{{end}}</table></div>
 {{end}}<h2>Plots</h2>
 {{range .Figs}}<figure id="{{.Name}}">
 <figcaption>{{.Title}}{{if .Legend}}<span class="legend">{{range .Legend}}<span class="swatch" style="background:{{.Color}}"></span>{{.Name}} {{end}}</span>{{end}}</figcaption>
@@ -755,11 +766,15 @@ func (rep *Report) writeHTML(w io.Writer, figs []*Figure, svgs [][]byte, fids []
 		Figs      []fig
 		FidHeader []string
 		Fidelity  [][]string
+		// ModelHeader and ModelRows: the Models table (ModelsTable).
+		ModelHeader []string
+		ModelRows   [][]string
 	}{Scenarios: strings.Join(rep.scenarios(), ", "), Runs: rep.Runs, Groups: rep.Groups, Setups: rep.Setups,
 		Columns: SummaryColumns, Rows: rep.rows(), FidHeader: FidelityHeader}
 	for _, f := range fids {
 		data.Fidelity = append(data.Fidelity, FidelityRow(f))
 	}
+	data.ModelHeader, data.ModelRows = rep.ModelsTable()
 	for _, g := range rep.Groups {
 		data.MaxRuns = max(data.MaxRuns, len(g.Runs))
 	}
