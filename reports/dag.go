@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"bufio"
 	"io"
 	"math"
 	"strconv"
@@ -164,13 +163,11 @@ func summarizeDAG(res *sim.Result, s *Summary) {
 // abs_pct_error for jobs that did not complete.
 func WriteDAGJobsCSV(w io.Writer, res *sim.Result) error {
 	d := res.DAG
-	bw := bufio.NewWriter(w)
-	b := appendHeader(nil, DAGJobColumns)
 	var deps []string
 	_, inWF := dagWorkflows(res)
-	for r := range res.Jobs {
+	return writeCSVRows(w, DAGJobColumns, len(res.Jobs), func(b []byte, r int) []byte {
 		if !inWF[r] {
-			continue
+			return b
 		}
 		j := &res.Jobs[r]
 		b = csvutil.AppendField(b, string(j.Spec.ID))
@@ -208,27 +205,17 @@ func WriteDAGJobsCSV(w io.Writer, res *sim.Result) error {
 			b = append(b, ',')
 		}
 		b = append(b, '\n')
-		if len(b) > 1<<16 {
-			if _, err := bw.Write(b); err != nil {
-				return err
-			}
-			b = b[:0]
-		}
-	}
-	if _, err := bw.Write(b); err != nil {
-		return err
-	}
-	return bw.Flush()
+		return b
+	})
 }
 
 // WriteWorkflowsCSV writes workflows.csv (WorkflowColumns). makespan_s and
 // stretch are empty for workflows with a job that did not complete; end_s is
 // empty when no job of it ended.
 func WriteWorkflowsCSV(w io.Writer, res *sim.Result) error {
-	bw := bufio.NewWriter(w)
-	b := appendHeader(nil, WorkflowColumns)
 	wfs, _ := dagWorkflows(res)
-	for _, f := range wfs {
+	return writeCSVRows(w, WorkflowColumns, len(wfs), func(b []byte, i int) []byte {
+		f := wfs[i]
 		b = csvutil.AppendField(b, string(res.Jobs[f.root].Spec.ID))
 		for _, x := range [...]int{f.jobs, f.completed, f.cancelled} {
 			b = strconv.AppendInt(append(b, ','), int64(x), 10)
@@ -249,15 +236,6 @@ func WriteWorkflowsCSV(w io.Writer, res *sim.Result) error {
 			b = appendNum(b, f.end.Sub(f.submit).Seconds()/f.cp.Seconds())
 		}
 		b = append(b, '\n')
-		if len(b) > 1<<16 {
-			if _, err := bw.Write(b); err != nil {
-				return err
-			}
-			b = b[:0]
-		}
-	}
-	if _, err := bw.Write(b); err != nil {
-		return err
-	}
-	return bw.Flush()
+		return b
+	})
 }

@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"bufio"
 	"io"
 	"math"
 	"strconv"
@@ -83,9 +82,8 @@ func appendNum(b []byte, x float64) []byte {
 
 // WriteServingCSV writes serving.csv (ServingColumns) for a run with serving jobs.
 func WriteServingCSV(w io.Writer, res *sim.Result) error {
-	bw := bufio.NewWriter(w)
-	b := appendHeader(nil, ServingColumns)
-	for _, st := range res.Serving.Jobs {
+	return writeCSVRows(w, ServingColumns, len(res.Serving.Jobs), func(b []byte, i int) []byte {
+		st := res.Serving.Jobs[i]
 		j := &res.Jobs[st.Job]
 		sp := j.Spec.Serving
 		b = append(b, j.Spec.ID...)
@@ -102,25 +100,15 @@ func WriteServingCSV(w io.Writer, res *sim.Result) error {
 			b = append(b, ',')
 		}
 		b = append(b, '\n')
-		if len(b) > 1<<16 {
-			if _, err := bw.Write(b); err != nil {
-				return err
-			}
-			b = b[:0]
-		}
-	}
-	if _, err := bw.Write(b); err != nil {
-		return err
-	}
-	return bw.Flush()
+		return b
+	})
 }
 
 // WriteServingP99CSV writes serving_p99.csv (ServingP99Columns): the serving
 // jobs' predicted-P99 time series in time order.
 func WriteServingP99CSV(w io.Writer, res *sim.Result) error {
-	bw := bufio.NewWriter(w)
-	b := appendHeader(nil, ServingP99Columns)
-	for _, p := range res.Serving.Points {
+	return writeCSVRows(w, ServingP99Columns, len(res.Serving.Points), func(b []byte, i int) []byte {
+		p := res.Serving.Points[i]
 		j := &res.Jobs[p.Job]
 		sp := j.Spec.Serving
 		b = append(appendSecs(b, p.Time.Seconds()), ',')
@@ -133,17 +121,26 @@ func WriteServingP99CSV(w io.Writer, res *sim.Result) error {
 		b = append(b, ',')
 		b = append(appendMs(b, p.P99), ',')
 		b = append(appendMs(b, sp.SLA.Seconds()), '\n')
+		return b
+	})
+}
+
+// writeCSVRows writes a CSV file: the header cols, then rows 0..n-1, each
+// appended to the buffer by row (which may append nothing to skip a row); the
+// buffer goes to w whenever it passes 64 KiB.
+func writeCSVRows(w io.Writer, cols []string, n int, row func(b []byte, i int) []byte) error {
+	b := appendHeader(make([]byte, 0, 80<<10), cols)
+	for i := range n {
+		b = row(b, i)
 		if len(b) > 1<<16 {
-			if _, err := bw.Write(b); err != nil {
+			if _, err := w.Write(b); err != nil {
 				return err
 			}
 			b = b[:0]
 		}
 	}
-	if _, err := bw.Write(b); err != nil {
-		return err
-	}
-	return bw.Flush()
+	_, err := w.Write(b)
+	return err
 }
 
 func appendHeader(b []byte, cols []string) []byte {

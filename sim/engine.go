@@ -790,25 +790,34 @@ func (e *Engine) applyStart(s *Start) error {
 		e.record(EvStart, j.Ref, 0)
 		return nil
 	}
+	e.runIdx[j.Ref] = int32(len(e.running))
+	e.running = append(e.running, j)
+	e.queueEnd(j)
+	e.record(EvStart, j.Ref, 0)
+	return nil
+}
+
+// queueEnd sets j.endTime for the run that starts now (j.runDone kept work,
+// j.runRestore to redo first, at j.speed, with periodic checkpoint saves) and
+// queues its end event: a timeout (negative generation) when the job's
+// walltime ends first and EnforceWalltime is on. Any end event queued for an
+// earlier run of j becomes stale (its generation no longer matches).
+func (e *Engine) queueEnd(j *Job) {
+	sp := &j.Spec
 	runFor := e.runWall(j.runDone, sp.Duration, j.speed, e.ivOf(j)) + j.runRestore
-	kind := qEnd
 	timeout := false
 	if e.cfg.EnforceWalltime && sp.Walltime > 0 && runFor > sp.Walltime-j.usedWall {
 		runFor = max(0, sp.Walltime-j.usedWall)
 		timeout = true
 	}
 	j.endTime = e.now.Add(runFor)
-	e.runIdx[j.Ref] = int32(len(e.running))
-	e.running = append(e.running, j)
 	e.seq++
 	gen := j.heapIdx + 1
 	j.heapIdx = gen
 	if timeout {
 		gen = -gen
 	}
-	e.q.push(qitem{t: j.endTime, kind: kind, seq: e.seq, job: j.Ref, gen: gen})
-	e.record(EvStart, j.Ref, 0)
-	return nil
+	e.q.push(qitem{t: j.endTime, kind: qEnd, seq: e.seq, job: j.Ref, gen: gen})
 }
 
 func (e *Engine) chargeReplica(n NodeID, gs []GPUID, milli MilliGPU, cpu, mem int64, sign int) {

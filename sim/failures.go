@@ -642,21 +642,7 @@ func (e *Engine) recoverInPlace(j *Job, inc *Incident) (bool, error) {
 	if e.tel != nil {
 		e.telRecovered(j, e.cfg.Speed != nil)
 	}
-	runFor := e.runWall(j.runDone, sp.Duration, j.speed, e.ivOf(j)) + j.runRestore
-	timeout := false
-	if e.cfg.EnforceWalltime && sp.Walltime > 0 && runFor > sp.Walltime-j.usedWall {
-		runFor = max(0, sp.Walltime-j.usedWall)
-		timeout = true
-	}
-	j.endTime = e.now.Add(runFor)
-	j.heapIdx++ // invalidates the old end event
-	gen := j.heapIdx + 1
-	j.heapIdx = gen
-	if timeout {
-		gen = -gen
-	}
-	e.seq++
-	e.q.push(qitem{t: j.endTime, kind: qEnd, seq: e.seq, job: j.Ref, gen: gen})
+	e.queueEnd(j) // the old end event becomes stale
 	e.record(EvStart, j.Ref, 0)
 	f.stats.Recovered++
 	e.chargeLost(j, f.cfg.RebuildCost)

@@ -377,21 +377,7 @@ func (e *Engine) respeed(j *Job, f float64) error {
 	t.account(j, +1)
 	t.stats.Resegments++
 	j.LastStart, j.runDone, j.runRestore = e.now, done, rest
-	runFor := e.runWall(j.runDone, sp.Duration, j.speed, e.ivOf(j)) + j.runRestore
-	timeout := false
-	if e.cfg.EnforceWalltime && sp.Walltime > 0 && runFor > sp.Walltime-j.usedWall {
-		runFor = max(0, sp.Walltime-j.usedWall)
-		timeout = true
-	}
-	j.endTime = e.now.Add(runFor)
-	j.heapIdx++ // invalidates the old end event
-	gen := j.heapIdx + 1
-	j.heapIdx = gen
-	if timeout {
-		gen = -gen
-	}
-	e.seq++
-	e.q.push(qitem{t: j.endTime, kind: qEnd, seq: e.seq, job: j.Ref, gen: gen})
+	e.queueEnd(j) // the old end event becomes stale
 	return nil
 }
 
