@@ -120,10 +120,7 @@ func appendJobFailParquet(b *array.RecordBuilder, r *JobRow) {
 	if r.Fail == nil {
 		return
 	}
-	n := len(jobsSchema.Fields())
-	if r.Share != nil {
-		n += len(SharingJobColumns)
-	}
+	n := r.extraField(extraFail)
 	b.Field(n).(*array.Int32Builder).Append(r.Fail.Interruptions)
 	b.Field(n + 1).(*array.Float64Builder).Append(r.Fail.LostS)
 	b.Field(n + 2).(*array.Float64Builder).Append(r.Fail.LostGPUHours)

@@ -392,6 +392,26 @@ func ParseJobsCSV(name string, r io.Reader) ([]JobRow, error) {
 	}
 }
 
+// The extra column groups of jobs.csv and jobs.parquet, in their fixed order.
+const (
+	extraShare = iota
+	extraFail
+	extraPower
+	extraCkpt
+)
+
+// extraField is the jobs.parquet field index where extra group g starts in r's
+// row: jobsSchema's fields, then the groups before g that r has.
+func (r *JobRow) extraField(g int) int {
+	n := len(jobsSchema.Fields())
+	for i, on := range [...]bool{r.Share != nil, r.Fail != nil, r.Power != nil} {
+		if i < g && on {
+			n += [...]int{len(SharingJobColumns), len(FailureJobColumns), len(PowerJobColumns)}[i]
+		}
+	}
+	return n
+}
+
 // jobExtras matches a jobs.csv header: JobColumns, then any of the extra column
 // groups in their fixed order (SharingJobColumns, FailureJobColumns,
 // PowerJobColumns, CheckpointJobColumns). ok is false for any other header.

@@ -149,13 +149,7 @@ func appendJobPowerParquet(b *array.RecordBuilder, r *JobRow) {
 	if r.Power == nil {
 		return
 	}
-	n := len(jobsSchema.Fields())
-	if r.Share != nil {
-		n += len(SharingJobColumns)
-	}
-	if r.Fail != nil {
-		n += len(FailureJobColumns)
-	}
+	n := r.extraField(extraPower)
 	b.Field(n).(*array.Float64Builder).Append(r.Power.EnergyKWh)
 	appendOptFloat(b.Field(n+1).(*array.Float64Builder), r.Power.CarbonKg)
 	b.Field(n + 2).(*array.Float64Builder).Append(r.Power.PeakPowerW)

@@ -97,16 +97,7 @@ func appendJobCkptParquet(b *array.RecordBuilder, r *JobRow) {
 	if r.Ckpt == nil {
 		return
 	}
-	n := len(jobsSchema.Fields())
-	if r.Share != nil {
-		n += len(SharingJobColumns)
-	}
-	if r.Fail != nil {
-		n += len(FailureJobColumns)
-	}
-	if r.Power != nil {
-		n += len(PowerJobColumns)
-	}
+	n := r.extraField(extraCkpt)
 	b.Field(n).(*array.Int32Builder).Append(r.Ckpt.Saves)
 	b.Field(n + 1).(*array.Float64Builder).Append(r.Ckpt.GB)
 	b.Field(n + 2).(*array.Float64Builder).Append(r.Ckpt.SaveS)

@@ -415,16 +415,7 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 		// state; give it this one call and stop if it does nothing.
 		idleWake := e.nextArr >= len(e.jobs) && len(e.running) == 0 && e.q.Len() > 0 && e.q.top().kind == qWake
 		e.advance(t)
-		dirty := false
-		for e.q.Len() > 0 && e.q.top().t == t && e.q.top().kind == qEnd {
-			it := e.q.pop()
-			if e.finish(it) {
-				dirty = true
-				if e.dag != nil {
-					e.dagEnded(&e.jobs[it.job])
-				}
-			}
-		}
+		dirty := e.popEnds(t)
 		for e.nextArr < len(e.jobs) && e.jobs[e.nextArr].Spec.Submit == t {
 			if j := &e.jobs[e.nextArr]; e.dag == nil || e.dagArrive(j) {
 				e.arrive(j)
@@ -432,13 +423,7 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 			e.nextArr++
 			dirty = true
 		}
-		for e.q.Len() > 0 && e.q.top().t == t && e.q.top().kind == qWake {
-			e.q.pop()
-			e.events++
-			dirty = true
-		}
-		for e.q.Len() > 0 && e.q.top().t == t && e.q.top().kind == qReconf {
-			e.reconfDone(GPUID(e.q.pop().job))
+		if e.popTimers(t) {
 			dirty = true
 		}
 		for e.q.Len() > 0 && e.q.top().t == t && e.q.top().kind >= qRepair && e.q.top().kind <= qECCFail {
@@ -462,18 +447,8 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 		if err != nil {
 			return nil, err
 		}
-		if idleWake && !acted && e.q.Len() > 0 && e.q.top().kind == qWake && len(e.running) == 0 {
-			// drop remaining wake-ups: nothing can change, except a hold the
-			// policy placed expiring
-			if e.fail != nil || e.tel != nil {
-				e.dropWakes() // failure and telemetry events still matter
-			} else {
-				e.q.h = e.q.h[:0]
-			}
-			if r := e.plan.ReleaseAt; r != Never && r > e.now {
-				e.seq++
-				e.q.push(qitem{t: r, kind: qWake, seq: e.seq})
-			}
+		if idleWake && !acted {
+			e.dropIdleWakes()
 		}
 		if e.events >= e.nextTick {
 			e.nextTick = e.events + e.cfg.ProgressEvery
@@ -795,6 +770,56 @@ func (e *Engine) applyStart(s *Start) error {
 	e.queueEnd(j)
 	e.record(EvStart, j.Ref, 0)
 	return nil
+}
+
+// popEnds handles the end events at time t (the queue's top is at t or later)
+// and reports whether any ended a run (a scheduling point).
+func (e *Engine) popEnds(t Time) (dirty bool) {
+	for e.q.Len() > 0 && e.q.top().t == t && e.q.top().kind == qEnd {
+		it := e.q.pop()
+		if e.finish(it) {
+			dirty = true
+			if e.dag != nil {
+				e.dagEnded(&e.jobs[it.job])
+			}
+		}
+	}
+	return dirty
+}
+
+// popTimers handles the policy wake-ups and the ends of MIG reconfigurations
+// at time t; any makes a scheduling point.
+func (e *Engine) popTimers(t Time) (dirty bool) {
+	for e.q.Len() > 0 && e.q.top().t == t && e.q.top().kind == qWake {
+		e.q.pop()
+		e.events++
+		dirty = true
+	}
+	for e.q.Len() > 0 && e.q.top().t == t && e.q.top().kind == qReconf {
+		e.reconfDone(GPUID(e.q.pop().job))
+		dirty = true
+	}
+	return dirty
+}
+
+// dropIdleWakes ends an idle policy's wake-up loop: called after a scheduling
+// point that began with only wake-ups left (no arrival to come, nothing
+// running) and did nothing. When the queue still holds only wake-ups, they are
+// dropped (failure and telemetry events stay: they can still change the
+// cluster), except one for a hold the policy placed (Plan.ReleaseAt).
+func (e *Engine) dropIdleWakes() {
+	if e.q.Len() == 0 || e.q.top().kind != qWake || len(e.running) != 0 {
+		return
+	}
+	if e.fail != nil || e.tel != nil {
+		e.dropWakes()
+	} else {
+		e.q.h = e.q.h[:0]
+	}
+	if r := e.plan.ReleaseAt; r != Never && r > e.now {
+		e.seq++
+		e.q.push(qitem{t: r, kind: qWake, seq: e.seq})
+	}
 }
 
 // queueEnd sets j.endTime for the run that starts now (j.runDone kept work,

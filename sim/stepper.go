@@ -119,25 +119,13 @@ func (s *Stepper) Step(t Time, arrivals []JobRef) error {
 	}
 	idleWake := !s.more && len(arrivals) == 0 && len(e.running) == 0 && e.q.Len() > 0 && e.q.top().kind == qWake
 	e.advance(t)
-	dirty := false
-	for e.q.Len() > 0 && e.q.top().t == t && e.q.top().kind == qEnd {
-		it := e.q.pop()
-		if e.finish(it) {
-			dirty = true
-		}
-	}
+	dirty := e.popEnds(t)
 	for _, r := range arrivals {
 		s.arrived[r] = true
 		e.arrive(&e.jobs[r])
 		dirty = true
 	}
-	for e.q.Len() > 0 && e.q.top().t == t && e.q.top().kind == qWake {
-		e.q.pop()
-		e.events++
-		dirty = true
-	}
-	for e.q.Len() > 0 && e.q.top().t == t && e.q.top().kind == qReconf {
-		e.reconfDone(GPUID(e.q.pop().job))
+	if e.popTimers(t) {
 		dirty = true
 	}
 	if e.q.Len() > 0 && e.q.top().t == t {
@@ -151,13 +139,8 @@ func (s *Stepper) Step(t Time, arrivals []JobRef) error {
 	if err != nil {
 		return err
 	}
-	if idleWake && !acted && e.q.Len() > 0 && e.q.top().kind == qWake && len(e.running) == 0 {
-		// as Run: only wake-ups left and nothing changed
-		e.q.h = e.q.h[:0]
-		if r := e.plan.ReleaseAt; r != Never && r > e.now {
-			e.seq++
-			e.q.push(qitem{t: r, kind: qWake, seq: e.seq})
-		}
+	if idleWake && !acted {
+		e.dropIdleWakes() // as Run: only wake-ups left and nothing changed
 	}
 	return nil
 }
