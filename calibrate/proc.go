@@ -2,7 +2,6 @@ package calibrate
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gpusim/gpusim/internal/procfs"
 )
 
 // obs is one progress observation: when the line arrived and its value (cumulative
@@ -190,47 +191,12 @@ func groupGone(pgid int, wait time.Duration) bool {
 
 // groupAlive reports whether process group pgid has a process that is not a
 // zombie. Without /proc a zombie counts as alive.
-func groupAlive(pgid int) bool {
-	if errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) {
-		return false
-	}
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return true
-	}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		state, pg, ok := procStat(pid)
-		if ok && pg == pgid && state != "Z" && state != "X" {
-			return true
-		}
-	}
-	return false
-}
+func groupAlive(pgid int) bool { return procfs.GroupAlive(pgid) }
 
 // procStat reads a process's state and process group from /proc/PID/stat.
 func procStat(pid int) (state string, pgrp int, ok bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return "", 0, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')') // comm may contain spaces and parens
-	if i < 0 {
-		return "", 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 3 {
-		return "", 0, false
-	}
-	pg, err := strconv.Atoi(f[2])
-	if err != nil {
-		return "", 0, false
-	}
-	return f[0], pg, true
+	st, ok := procfs.Read(pid)
+	return st.State, st.PGrp, ok
 }
 
 // throughput computes a member's throughput over [from, to]: for cumulative

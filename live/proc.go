@@ -2,13 +2,13 @@ package live
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gpusim/gpusim/internal/procfs"
 )
 
 // procInfo is what /proc/PID/stat says about a process.
@@ -20,25 +20,8 @@ type procInfo struct {
 
 // readProc reads /proc/PID/stat; ok is false when the process does not exist.
 func readProc(pid int) (procInfo, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return procInfo{}, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')') // comm may hold spaces and parentheses
-	if i < 0 {
-		return procInfo{}, false
-	}
-	f := strings.Fields(s[i+1:]) // f[0] is field 3 (state)
-	if len(f) < 20 {
-		return procInfo{}, false
-	}
-	pg, err1 := strconv.Atoi(f[2])
-	t, err2 := strconv.ParseUint(f[19], 10, 64)
-	if err1 != nil || err2 != nil {
-		return procInfo{}, false
-	}
-	return procInfo{state: f[0], pgrp: pg, ticks: t}, true
+	st, ok := procfs.Read(pid)
+	return procInfo{state: st.State, pgrp: st.PGrp, ticks: st.StartTicks}, ok
 }
 
 // sameProcess reports whether pid is still the (live, not zombie) process that
@@ -50,25 +33,7 @@ func sameProcess(pid int, ticks uint64) bool {
 
 // groupAlive reports whether process group pgid has a process that is not a
 // zombie.
-func groupAlive(pgid int) bool {
-	if pgid <= 0 || errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) {
-		return false
-	}
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return true
-	}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if p, ok := readProc(pid); ok && p.pgrp == pgid && p.state != "Z" && p.state != "X" {
-			return true
-		}
-	}
-	return false
-}
+func groupAlive(pgid int) bool { return procfs.GroupAlive(pgid) }
 
 // waitGroupGone polls until process group pgid has no live process or d passes.
 func waitGroupGone(pgid int, d time.Duration) bool {
