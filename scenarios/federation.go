@@ -308,13 +308,8 @@ func (s *Scenario) runFederation(ctx context.Context, opts RunOptions) ([]Policy
 	if err != nil {
 		return nil, err
 	}
-	var keep []string
-	if !opts.SharedOutDir {
-		if keep, err = s.PrepareOutDir(opts.OutDir); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.saveTo(opts.OutDir); err != nil {
+	keep, err := s.openOutDir(opts.OutDir, opts.SharedOutDir)
+	if err != nil {
 		return nil, err
 	}
 	var t0 time.Time

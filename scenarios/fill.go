@@ -89,13 +89,8 @@ func RunFill(ctx context.Context, s *Scenario, opts RunOptions) ([]FillRun, erro
 	if err != nil {
 		return nil, err
 	}
-	var keep []string
-	if !opts.SharedOutDir {
-		if keep, err = s.PrepareOutDir(opts.OutDir); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.saveTo(opts.OutDir); err != nil {
+	keep, err := s.openOutDir(opts.OutDir, opts.SharedOutDir)
+	if err != nil {
 		return nil, err
 	}
 	out := make([]FillRun, len(idx))

@@ -115,13 +115,8 @@ func Run(ctx context.Context, s *Scenario, opts RunOptions) ([]PolicyRun, error)
 	if err != nil {
 		return nil, err
 	}
-	var keep []string
-	if !opts.SharedOutDir {
-		if keep, err = s.PrepareOutDir(opts.OutDir); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.saveTo(opts.OutDir); err != nil {
+	keep, err := s.openOutDir(opts.OutDir, opts.SharedOutDir)
+	if err != nil {
 		return nil, err
 	}
 	shared := &sharedJobs{jobs: jobs, users: len(idx)}
@@ -314,4 +309,20 @@ func parallel(n, par int, fn func(k int) error) error {
 		}
 	}
 	return nil
+}
+
+// openOutDir readies dir for a run's results: it clears what an earlier run
+// there owned and refuses foreign content (PrepareOutDir; skipped when shared,
+// as when a sweep writes several runs into one directory), then saves the
+// effective scenario. keep lists what PrepareOutDir kept for the manifest.
+func (s *Scenario) openOutDir(dir string, shared bool) (keep []string, err error) {
+	if !shared {
+		if keep, err = s.PrepareOutDir(dir); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.saveTo(dir); err != nil {
+		return nil, err
+	}
+	return keep, nil
 }
