@@ -19,15 +19,7 @@ var curve50x300 = map[string]sim.GPUPower{"h100": {IdleW: 50, MaxW: 300, MinCapW
 
 func runPower(t *testing.T, nodes []sim.NodeSpec, pol sim.Policy, pc *sim.PowerConfig, jobs ...sim.JobSpec) *sim.Result {
 	t.Helper()
-	e, err := sim.NewEngine(sim.Config{Cluster: Cluster(t, nodes), Jobs: jobs, Policy: pol, Seed: 1, Power: pc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return RunConfig(t, sim.Config{Cluster: Cluster(t, nodes), Jobs: jobs, Policy: pol, Seed: 1, Power: pc})
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }

@@ -33,15 +33,7 @@ func runFail(t *testing.T, fc *sim.FailureConfig, inc sim.Incident, oneLeaf bool
 		CheckpointRestore:  sim.Seconds(20),
 		Failures:           fc,
 	}
-	e, err := sim.NewEngine(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return simtest.RunConfig(t, cfg)
 }
 
 func nodeFail(n sim.NodeID) sim.Incident {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
 )
 
 // fakeInterf is a test Interference: factors per sorted tuple of workload names,
@@ -105,15 +106,7 @@ func shareJob(id string, dur float64, wl string) sim.JobSpec {
 
 func runShare(t *testing.T, cfg sim.Config) *sim.Result {
 	t.Helper()
-	e, err := sim.NewEngine(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return simtest.RunConfig(t, cfg)
 }
 
 func jobByID(t *testing.T, res *sim.Result, id string) *sim.Job {

@@ -21,15 +21,7 @@ func runStorage(t *testing.T, cfg sim.Config, twoLeaves bool, pol sim.Policy, jo
 	cfg.Cluster = simtest.Cluster(t, nodes)
 	cfg.Jobs = jobs
 	cfg.Policy = pol
-	e, err := sim.NewEngine(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return simtest.RunConfig(t, cfg)
 }
 
 // sizes maps job ids to checkpoint sizes in GB.

@@ -25,15 +25,7 @@ func runTel(t *testing.T, cfg sim.Config, eps ...sim.Degradation) *sim.Result {
 	cfg.Jobs = []sim.JobSpec{simtest.MakeJob("gang").GPUs(8).Replicas(4).Dur(1000).Obj()}
 	cfg.Policy = pol
 	cfg.Telemetry = &sim.TelemetryConfig{Source: sim.NewDegradationList(eps)}
-	e, err := sim.NewEngine(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return simtest.RunConfig(t, cfg)
 }
 
 func ep(at, dur float64, n sim.NodeID, clock float64) sim.Degradation {

@@ -1,7 +1,6 @@
 package gandiva_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/policies/gandiva"
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
 )
 
 // pairFactor gives every job of a co-located group the factor f (1 alone).
@@ -41,15 +41,7 @@ func run(t *testing.T, gpus int32, pol sim.Policy, f float64, jobs ...sim.JobSpe
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: pol, Sharing: &sim.SharingConfig{Interference: pairFactor{f}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return simtest.RunConfig(t, sim.Config{Cluster: c, Jobs: jobs, Policy: pol, Sharing: &sim.SharingConfig{Interference: pairFactor{f}}})
 }
 
 func byID(t *testing.T, res *sim.Result, id string) *sim.Job {

@@ -1,7 +1,6 @@
 package lucid_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/policies/lucid"
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
 )
 
 func job(id string, submit, dur, util float64) sim.JobSpec {
@@ -41,15 +41,7 @@ func run(t *testing.T, gpus int32, pol sim.Policy, jobs ...sim.JobSpec) *sim.Res
 		t.Fatal(err)
 	}
 	// no Interference: each of k co-located jobs runs at 1/k
-	e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: pol, Sharing: &sim.SharingConfig{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return simtest.RunConfig(t, sim.Config{Cluster: c, Jobs: jobs, Policy: pol, Sharing: &sim.SharingConfig{}})
 }
 
 func byID(t *testing.T, res *sim.Result, id string) *sim.Job {

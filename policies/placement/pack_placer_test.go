@@ -1,7 +1,6 @@
 package placement_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -9,6 +8,7 @@ import (
 	"github.com/gpusim/gpusim/policies"
 	. "github.com/gpusim/gpusim/policies/placement"
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
 )
 
 // pairInterf: workload a next to b runs at m[a][b]; groups of 3+ add
@@ -49,15 +49,7 @@ func runPack(t *testing.T, placement string, gpus int, in sim.Interference, jobs
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: pol, Seed: 1, NoLog: true, Sharing: &sim.SharingConfig{Interference: in}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return simtest.RunConfig(t, sim.Config{Cluster: c, Jobs: jobs, Policy: pol, Seed: 1, NoLog: true, Sharing: &sim.SharingConfig{Interference: in}})
 }
 
 func shareJob(i int, submit, dur float64, workload string) sim.JobSpec {

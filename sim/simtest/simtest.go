@@ -78,7 +78,14 @@ func Cluster(t testing.TB, nodes []sim.NodeSpec) *sim.Cluster {
 // Run runs pol over jobs on nodes and returns the result (fails the test on error).
 func Run(t testing.TB, nodes []sim.NodeSpec, pol sim.Policy, jobs ...sim.JobSpec) *sim.Result {
 	t.Helper()
-	e, err := sim.NewEngine(sim.Config{Cluster: Cluster(t, nodes), Jobs: jobs, Policy: pol, Seed: 1, EnforceWalltime: true})
+	return RunConfig(t, sim.Config{Cluster: Cluster(t, nodes), Jobs: jobs, Policy: pol, Seed: 1, EnforceWalltime: true})
+}
+
+// RunConfig builds an engine from cfg and runs it to the end, failing the test
+// on any error.
+func RunConfig(t testing.TB, cfg sim.Config) *sim.Result {
+	t.Helper()
+	e, err := sim.NewEngine(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
