@@ -231,17 +231,7 @@ func take(c *sim.Cluster, s *sim.JobSpec, n sim.NodeID, k int32, out *Placement)
 			skip = u.n * g
 		}
 	}
-	for gpu := first; gpu < end && need > 0; gpu++ {
-		if c.GPUUsed(gpu) != 0 {
-			continue
-		}
-		if skip > 0 {
-			skip--
-			continue
-		}
-		out.GPUs = append(out.GPUs, gpu)
-		need--
-	}
+	out.GPUs = appendFreeGPUs(c, first, end, skip, need, out.GPUs)
 	for i := int32(0); i < k; i++ {
 		out.Nodes = append(out.Nodes, n)
 	}

@@ -57,17 +57,7 @@ func (b *bucketPlacer) placeUnequal(c *sim.Cluster, s *sim.JobSpec, m int, out *
 // after skipping the skip free GPUs already given to full replicas on n.
 func takeLast(c *sim.Cluster, n sim.NodeID, skip, need int32, out *Placement) {
 	first, end := c.NodeGPUs(n)
-	for gpu := first; gpu < end && need > 0; gpu++ {
-		if c.GPUUsed(gpu) != 0 {
-			continue
-		}
-		if skip > 0 {
-			skip--
-			continue
-		}
-		out.GPUs = append(out.GPUs, gpu)
-		need--
-	}
+	out.GPUs = appendFreeGPUs(c, first, end, skip, need, out.GPUs)
 	out.Nodes = append(out.Nodes, n)
 	for i := range out.used {
 		if out.used[i].node == n {
@@ -92,4 +82,21 @@ func placeOverAsked(p Placer, c *sim.Cluster, j *sim.Job, out *Placement) bool {
 	}
 	out.GPUs = out.GPUs[:len(out.GPUs)-int(j.Spec.GPUsPerReplica-j.Spec.LastReplicaGPUs)]
 	return true
+}
+
+// appendFreeGPUs appends to gpus the first need free GPUs of [first, end),
+// after passing over skip free ones (already given to earlier replicas).
+func appendFreeGPUs(c *sim.Cluster, first, end sim.GPUID, skip, need int32, gpus []sim.GPUID) []sim.GPUID {
+	for gpu := first; gpu < end && need > 0; gpu++ {
+		if c.GPUUsed(gpu) != 0 {
+			continue
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		gpus = append(gpus, gpu)
+		need--
+	}
+	return gpus
 }

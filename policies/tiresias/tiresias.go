@@ -87,34 +87,12 @@ func New(p Params) (*Tiresias, error) {
 		}
 		t.limits = append(t.limits, s)
 	}
-	switch p.Service {
-	case "", "gpu-time":
-	case "time":
+	if choice(&errs, "service", p.Service, "gpu-time", "time") {
 		t.gpuTime = false
-	default:
-		errs = append(errs, fmt.Errorf("service: unknown %q (want gpu-time or time)", p.Service))
 	}
-	switch p.Mode {
-	case "", "dlas":
-	case "sjf":
-		t.sjf = true
-	default:
-		errs = append(errs, fmt.Errorf("mode: unknown %q (want dlas or sjf)", p.Mode))
-	}
-	switch p.QueueOrder {
-	case "", "entry":
-	case "running-first":
-		t.runningFirst = true
-	default:
-		errs = append(errs, fmt.Errorf("queueOrder: unknown %q (want entry or running-first)", p.QueueOrder))
-	}
-	switch p.Accounting {
-	case "", "exact":
-	case "simulator":
-		t.simAcct = true
-	default:
-		errs = append(errs, fmt.Errorf("accounting: unknown %q (want exact or simulator)", p.Accounting))
-	}
+	t.sjf = choice(&errs, "mode", p.Mode, "dlas", "sjf")
+	t.runningFirst = choice(&errs, "queueOrder", p.QueueOrder, "entry", "running-first")
+	t.simAcct = choice(&errs, "accounting", p.Accounting, "exact", "simulator")
 	if p.PromoteKnob < 0 {
 		errs = append(errs, errors.New("promoteKnob: must be >= 0"))
 	}
@@ -410,4 +388,17 @@ func (t *Tiresias) simulatorJump(now sim.Time) sim.Time {
 		}
 	}
 	return next
+}
+
+// choice parses a parameter with two values: "" or def gives false, alt gives
+// true; anything else appends an error naming the field and gives false.
+func choice(errs *[]error, field, v, def, alt string) bool {
+	switch v {
+	case "", def:
+		return false
+	case alt:
+		return true
+	}
+	*errs = append(*errs, fmt.Errorf("%s: unknown %q (want %s or %s)", field, v, def, alt))
+	return false
 }
