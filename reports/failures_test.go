@@ -2,7 +2,6 @@ package reports
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"strings"
 	"testing"
@@ -73,14 +72,7 @@ func TestFailurePowerOutputs(t *testing.T) {
 	jobs := []sim.JobSpec{job("j1", 0, 100, 1, 4, sim.ClassTraining, "q1", "alice"), job("j2", 0, 10, 1, 4, sim.ClassTraining, "q1", "bob")}
 	fc := &sim.FailureConfig{Source: sim.NewIncidentList([]sim.Incident{{At: sim.Time(30 * sim.Second), Repair: 5 * sim.Second, GPU: -1, Nodes: []sim.NodeID{0}}})}
 	pc := &sim.PowerConfig{Models: map[string]sim.GPUPower{"a100": {IdleW: 50, MaxW: 300}}}
-	e, err := sim.NewEngine(sim.Config{Cluster: testCluster(t, 2, 4), Jobs: jobs, Policy: fifo{}, Seed: 1, SampleInterval: 10 * sim.Second, Failures: fc, Power: pc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := simtest.RunConfig(t, sim.Config{Cluster: testCluster(t, 2, 4), Jobs: jobs, Policy: fifo{}, Seed: 1, SampleInterval: 10 * sim.Second, Failures: fc, Power: pc})
 	rows := JobRows(res)
 	var csvb bytes.Buffer
 	if err := WriteJobsCSV(&csvb, rows); err != nil {

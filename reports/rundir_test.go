@@ -2,7 +2,6 @@ package reports
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
 )
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
@@ -161,14 +161,7 @@ func TestReadRunDirErrors(t *testing.T) {
 }
 
 func TestEmptyRun(t *testing.T) {
-	e, err := sim.NewEngine(sim.Config{Cluster: testCluster(t, 1, 2), Policy: fifo{}, SampleInterval: sim.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := simtest.RunConfig(t, sim.Config{Cluster: testCluster(t, 1, 2), Policy: fifo{}, SampleInterval: sim.Second})
 	s := Summarize(res, Provenance{}, 0)
 	if s.Jobs.Total != 0 || s.GPUUtilization != 0 || s.EventsPerSecond != 0 {
 		t.Fatalf("%+v", s)

@@ -2,10 +2,10 @@ package reports
 
 import (
 	"bytes"
-	"context"
 	"testing"
 
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
 )
 
 // pinAll starts every pending job on GPU 0 when the engine accepts it there.
@@ -40,14 +40,7 @@ func TestServingOutputsHandWorked(t *testing.T) {
 	}
 	s := job("S", 0, 100)
 	s.Class, s.Serving = sim.ClassServing, &sim.ServingSpec{Rate: 20, Service: 10 * sim.Millisecond, SLA: 100 * sim.Millisecond}
-	e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: []sim.JobSpec{s, job("T", 10, 100)}, Policy: pinAll{}, Sharing: &sim.SharingConfig{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := simtest.RunConfig(t, sim.Config{Cluster: c, Jobs: []sim.JobSpec{s, job("T", 10, 100)}, Policy: pinAll{}, Sharing: &sim.SharingConfig{}})
 	var b bytes.Buffer
 	if err := WriteServingCSV(&b, res); err != nil {
 		t.Fatal(err)

@@ -1,12 +1,12 @@
 package scenarios
 
 import (
-	"context"
 	"math"
 	"testing"
 
 	"github.com/gpusim/gpusim/calibrate"
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
 )
 
 // pinBoth starts every pending job on GPU 0.
@@ -61,14 +61,7 @@ func TestMeasuredPairsProgressAtTheirFactors(t *testing.T) {
 					{ID: "a", Replicas: 1, GPUsPerReplica: 1, GPUMilli: sim.WholeGPU, Duration: 1e6 * sim.Second, Walltime: W, Sharing: sim.AcceptAny, Workload: a.Workload},
 					{ID: "b", Replicas: 1, GPUsPerReplica: 1, GPUMilli: sim.WholeGPU, Duration: 1e6 * sim.Second, Walltime: W, Sharing: sim.AcceptAny, Workload: b.Workload},
 				}
-				e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: pinBoth{}, EnforceWalltime: true, Sharing: &sim.SharingConfig{Interference: in}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				res, err := e.Run(context.Background())
-				if err != nil {
-					t.Fatal(err)
-				}
+				res := simtest.RunConfig(t, sim.Config{Cluster: c, Jobs: jobs, Policy: pinBoth{}, EnforceWalltime: true, Sharing: &sim.SharingConfig{Interference: in}})
 				wa, wb := fa, fb
 				if model != m.Metadata.GPUModel {
 					wa, wb = 0.5, 0.5 // the fallback default (no switch overhead configured)

@@ -134,14 +134,7 @@ func TestFailurePlannedCheckpointAndSpareRefill(t *testing.T) {
 	cfg := sim.Config{Cluster: simtest.Cluster(t, nodes), Policy: pol, Failures: fc,
 		Jobs:               []sim.JobSpec{simtest.MakeJob("a").GPUs(8).Dur(1000).Obj()},
 		CheckpointInterval: 100 * sim.Second, CheckpointSave: 10 * sim.Second, CheckpointRestore: 20 * sim.Second}
-	e, err := sim.NewEngine(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := simtest.RunConfig(t, cfg)
 	st, j := res.Failures, &res.Jobs[0]
 	if st.PlannedInterrupt != 1 || st.Interruptions != 0 || st.PlannedIncidents != 1 {
 		t.Errorf("stats %+v", *st)

@@ -1,7 +1,6 @@
 package sim_test
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"testing"
@@ -246,14 +245,7 @@ func TestStorageAloneMatchesClosedForm(t *testing.T) {
 			cfg.Cluster = simtest.Cluster(t, simtest.Nodes(4, 8))
 			cfg.Jobs = jobs
 			cfg.Policy = &scripted{acts: acts}
-			e, err := sim.NewEngine(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := e.Run(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := simtest.RunConfig(t, cfg)
 			return res
 		}
 		rf, rs := run(fixed), run(sto)

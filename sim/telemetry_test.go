@@ -203,14 +203,7 @@ func TestAvoidDegraded(t *testing.T) {
 				Policy:    pol,
 				Telemetry: &sim.TelemetryConfig{Source: sim.NewDegradationList(tc.eps)},
 			}
-			e, err := sim.NewEngine(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := e.Run(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := simtest.RunConfig(t, cfg)
 			j := &res.Jobs[0]
 			if j.Nodes[0] != tc.node || !telNear(j.FirstStart.Seconds(), tc.start) || !telNear(j.End.Seconds(), tc.end) {
 				t.Errorf("node %d start %v end %v, want %d %v %v", j.Nodes[0], j.FirstStart.Seconds(), j.End.Seconds(), tc.node, tc.start, tc.end)
@@ -245,14 +238,7 @@ func TestECCHazard(t *testing.T) {
 		if withFailures {
 			cfg.Failures = &sim.FailureConfig{Recovery: sim.RecoverRestart, Source: sim.NewIncidentList(nil)}
 		}
-		e, err := sim.NewEngine(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := e.Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := simtest.RunConfig(t, cfg)
 		return res
 	}
 	res := run(21, true, 1)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/reports"
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
 )
 
 // writeRunDirs runs a 30-job workload on 2 x 8 GPUs under fifo and sjf and
@@ -36,14 +36,7 @@ func writeRunDirs(t *testing.T, root string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: pol, Seed: 3, SampleInterval: 30 * sim.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := e.Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := simtest.RunConfig(t, sim.Config{Cluster: c, Jobs: jobs, Policy: pol, Seed: 3, SampleInterval: 30 * sim.Second})
 		s := reports.Summarize(res, reports.Provenance{Scenario: "cli-test", Seed: 3}, time.Second)
 		if err := reports.WriteRunDir(filepath.Join(root, name), res, s); err != nil {
 			t.Fatal(err)

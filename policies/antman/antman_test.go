@@ -12,6 +12,7 @@ import (
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/policies/antman"
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
 )
 
 // utilModel is the utilisation fallback: 1 when the solo sm_util of the
@@ -57,14 +58,7 @@ func run(t *testing.T, gpus int32, params string, jobs ...sim.JobSpec) (*sim.Res
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: pol, Sharing: &sim.SharingConfig{Interference: utilModel{}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := simtest.RunConfig(t, sim.Config{Cluster: c, Jobs: jobs, Policy: pol, Sharing: &sim.SharingConfig{Interference: utilModel{}}})
 	return res, pol.(*antman.Policy)
 }
 

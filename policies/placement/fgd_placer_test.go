@@ -1,7 +1,6 @@
 package placement_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	. "github.com/gpusim/gpusim/policies/placement"
 	"github.com/gpusim/gpusim/policies/placement/fgd"
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
 )
 
 // fgdCheck is a policy that starts pending jobs (queue order, skipping what does
@@ -120,14 +120,7 @@ func TestFGDPlacementInReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	pol := &fgdCheck{t: t, placer: mustPlacer(t, "fgd"), tw: tw}
-	e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: pol, Seed: 3, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := simtest.RunConfig(t, sim.Config{Cluster: c, Jobs: jobs, Policy: pol, Seed: 3, NoLog: true})
 	for i := range res.Jobs {
 		if res.Jobs[i].State != sim.StateCompleted {
 			t.Fatalf("job %s ended %v", jobs[i].ID, res.Jobs[i].State)
@@ -202,14 +195,7 @@ func TestEveryPlacementCoLocates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: pol, Seed: 1, NoLog: true, Sharing: &sim.SharingConfig{}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := e.Run(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := simtest.RunConfig(t, sim.Config{Cluster: c, Jobs: jobs, Policy: pol, Seed: 1, NoLog: true, Sharing: &sim.SharingConfig{}})
 			gpu := func(i int) sim.GPUID { return res.Jobs[i].GPUs[0] }
 			// spread co-locates only when no GPU is empty (docs/sharing.md); pack
 			// co-locates only when it raises the total throughput, and an even

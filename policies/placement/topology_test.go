@@ -1,7 +1,6 @@
 package placement_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -248,14 +247,7 @@ func TestSpeedModelPackVsSpread(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec := &spanRecorder{Policy: pol, sm: sm}
-		e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: rec, Seed: 1, Speed: sm, NoLog: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := e.Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := RunConfig(t, sim.Config{Cluster: c, Jobs: jobs, Policy: rec, Seed: 1, Speed: sm, NoLog: true})
 		var o out
 		n := 0
 		for i := range res.Jobs {

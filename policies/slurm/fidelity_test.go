@@ -2,7 +2,6 @@ package slurm
 
 import (
 	"cmp"
-	"context"
 	"encoding/csv"
 	"fmt"
 	"math"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
 )
 
 // The fidelity fixtures (testdata/fidelity/<name>/) hold what a real Slurm
@@ -212,14 +212,7 @@ func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job,
 		t.Fatal(err)
 	}
 	rec := &firstNodes{Slurm: pol.(*Slurm), nodes: map[sim.JobRef][]sim.NodeID{}}
-	e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: specs, Policy: rec, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := simtest.RunConfig(t, sim.Config{Cluster: c, Jobs: specs, Policy: rec, Seed: 1})
 	got := map[string]*sim.Job{}
 	for i := range res.Jobs {
 		got[string(res.Jobs[i].Spec.ID)] = &res.Jobs[i]
