@@ -18,14 +18,7 @@ import (
 //	go test ./federation -run '^$' -bench BenchmarkFederation -benchmem
 func BenchmarkFederation(b *testing.B) {
 	const n = 10_000
-	r := sim.Stream(1, "bench")
-	jobs := make([]sim.JobSpec, n)
-	var t sim.Time
-	for i := range jobs {
-		t += sim.Time(r.ExpFloat64() * 0.1 * 1e6)
-		jobs[i] = simtest.MakeJob(fmt.Sprintf("j%07d", i)).GPUs(int32(1 << r.IntN(4))).Dur(60 + r.ExpFloat64()*600).Obj()
-		jobs[i].Submit = t
-	}
+	jobs := simtest.BenchJobs(n)
 	clusters := make([]*sim.Cluster, 4)
 	for c := range clusters {
 		clusters[c] = simtest.Cluster(b, simtest.Nodes(32, 8))

@@ -1,7 +1,6 @@
 package sim_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -17,13 +16,8 @@ import (
 //	go test ./sim -run '^$' -bench BenchmarkEngineDAG -benchmem
 func BenchmarkEngineDAG(b *testing.B) {
 	const n = 100_000
-	r := sim.Stream(1, "bench")
-	jobs := make([]sim.JobSpec, n)
-	var t sim.Time
+	jobs := simtest.BenchJobs(n)
 	for i := range jobs {
-		t += sim.Time(r.ExpFloat64() * 0.1 * 1e6)
-		jobs[i] = simtest.MakeJob(fmt.Sprintf("j%07d", i)).GPUs(int32(1 << r.IntN(4))).Dur(60 + r.ExpFloat64()*600).Obj()
-		jobs[i].Submit = t
 		jobs[i].DAG = &sim.JobDAG{Name: fmt.Sprint("stage", i%4)}
 		if i%4 > 0 {
 			jobs[i].DAG.Deps = []sim.JobID{jobs[i-1].ID}
@@ -35,14 +29,7 @@ func BenchmarkEngineDAG(b *testing.B) {
 	var events int64
 	for i := 0; i < b.N; i++ {
 		p, _ := policies.New("fifo", nil)
-		e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: p, NoLog: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		res, err := e.Run(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
+		res := simtest.RunConfig(b, sim.Config{Cluster: c, Jobs: jobs, Policy: p, NoLog: true})
 		if res.Jobs[n-1].State != sim.StateCompleted {
 			b.Fatal("workload not scheduled")
 		}

@@ -136,3 +136,19 @@ func SortedIDs(m map[string]float64) []string {
 	sort.Strings(k)
 	return k
 }
+
+// BenchJobs is the engine benchmarks' workload: n jobs of 1, 2, 4 or 8 GPUs
+// (uniform), 60 s plus an exponential 600 s mean duration, Poisson arrivals
+// 0.1 s apart on average, from the random stream "bench" of seed 1 (the same
+// jobs every call).
+func BenchJobs(n int) []sim.JobSpec {
+	r := sim.Stream(1, "bench")
+	jobs := make([]sim.JobSpec, n)
+	var t sim.Time
+	for i := range jobs {
+		t += sim.Time(r.ExpFloat64() * 0.1 * 1e6)
+		jobs[i] = MakeJob(fmt.Sprintf("j%07d", i)).GPUs(int32(1 << r.IntN(4))).Dur(60 + r.ExpFloat64()*600).Obj()
+		jobs[i].Submit = t
+	}
+	return jobs
+}
