@@ -1,12 +1,12 @@
 package scenarios
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
 	"github.com/gpusim/gpusim/workloads"
 )
 
@@ -40,15 +40,7 @@ func benchRun(b *testing.B, c *sim.Cluster, jobs []sim.JobSpec, policy string, n
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: p, Seed: 1, EnforceWalltime: true, SampleInterval: 60 * sim.Second, NoLog: noLog})
-	if err != nil {
-		b.Fatal(err)
-	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	return res
+	return simtest.RunConfig(b, sim.Config{Cluster: c, Jobs: jobs, Policy: p, Seed: 1, EnforceWalltime: true, SampleInterval: 60 * sim.Second, NoLog: noLog})
 }
 
 // BenchmarkRun runs whole simulations: BenchmarkRun/policy=fifo/jobs=1000000/gpus=10240

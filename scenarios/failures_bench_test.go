@@ -1,12 +1,12 @@
 package scenarios
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
 )
 
 // BenchmarkRunFailures is BenchmarkRun (fifo and easy-backfill, 10k and 1M
@@ -52,14 +52,7 @@ func BenchmarkRunFailures(b *testing.B) {
 						if err != nil {
 							b.Fatal(err)
 						}
-						e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: p, Seed: 1, EnforceWalltime: true, SampleInterval: 60 * sim.Second, Failures: fc})
-						if err != nil {
-							b.Fatal(err)
-						}
-						res, err := e.Run(context.Background())
-						if err != nil {
-							b.Fatal(err)
-						}
+						res := simtest.RunConfig(b, sim.Config{Cluster: c, Jobs: jobs, Policy: p, Seed: 1, EnforceWalltime: true, SampleInterval: 60 * sim.Second, Failures: fc})
 						if res.Events < int64(len(jobs)) || res.Failures.Interruptions == 0 {
 							b.Fatalf("run did not schedule the workload or saw no failure (%d events, %d interruptions)", res.Events, res.Failures.Interruptions)
 						}

@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"syscall"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
 )
 
 // BenchmarkPowerRun is BenchmarkRun's fifo replay (power=off, the same run)
@@ -54,14 +54,7 @@ func BenchmarkPowerRun(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: p, Seed: 1, EnforceWalltime: true, SampleInterval: 60 * sim.Second, Power: pc})
-					if err != nil {
-						b.Fatal(err)
-					}
-					res, err := e.Run(context.Background())
-					if err != nil {
-						b.Fatal(err)
-					}
+					res := simtest.RunConfig(b, sim.Config{Cluster: c, Jobs: jobs, Policy: p, Seed: 1, EnforceWalltime: true, SampleInterval: 60 * sim.Second, Power: pc})
 					if res.Jobs[len(res.Jobs)-1].State != sim.StateCompleted && res.Events < int64(len(jobs)) || pc != nil && res.Power.EnergyJ <= 0 {
 						b.Fatalf("run did not schedule the workload")
 					}
@@ -115,14 +108,7 @@ func BenchmarkPowerRunRatio(b *testing.B) {
 					b.Fatal(err)
 				}
 				c0 := cpuTime()
-				e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: p, Seed: 1, EnforceWalltime: true, SampleInterval: 60 * sim.Second, Power: pc})
-				if err != nil {
-					b.Fatal(err)
-				}
-				res, err := e.Run(context.Background())
-				if err != nil {
-					b.Fatal(err)
-				}
+				res := simtest.RunConfig(b, sim.Config{Cluster: c, Jobs: jobs, Policy: p, Seed: 1, EnforceWalltime: true, SampleInterval: 60 * sim.Second, Power: pc})
 				if res.Events < int64(len(jobs)) {
 					b.Fatal("run did not schedule the workload")
 				}

@@ -1,12 +1,12 @@
 package scenarios
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
 )
 
 // BenchmarkStorageRun is BenchmarkRun's fifo replay with checkpoints every
@@ -50,14 +50,7 @@ func BenchmarkStorageRun(b *testing.B) {
 						b.Fatal(err)
 					}
 					cfg.Policy = p
-					e, err := sim.NewEngine(cfg)
-					if err != nil {
-						b.Fatal(err)
-					}
-					res, err := e.Run(context.Background())
-					if err != nil {
-						b.Fatal(err)
-					}
+					res := simtest.RunConfig(b, cfg)
 					if res.Jobs[len(res.Jobs)-1].State != sim.StateCompleted && res.Events < int64(len(jobs)) || cfg.Storage != nil && res.Storage.Saves == 0 {
 						b.Fatalf("run did not schedule the workload")
 					}

@@ -1,13 +1,13 @@
 package scenarios
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
 )
 
 // BenchmarkAllOnRatio is the cost target for telemetry stragglers:
@@ -59,14 +59,7 @@ func BenchmarkAllOnRatio(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				e, err := sim.NewEngine(cfg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				res, err := e.Run(context.Background())
-				if err != nil {
-					b.Fatal(err)
-				}
+				res := simtest.RunConfig(b, cfg)
 				if res.Events < int64(len(jobs)) {
 					b.Fatal("run did not schedule the workload")
 				}

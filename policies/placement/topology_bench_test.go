@@ -1,12 +1,12 @@
 package placement_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
 	"github.com/gpusim/gpusim/workloads"
 )
 
@@ -54,14 +54,7 @@ func BenchmarkTopologyReplay(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: pol, Seed: 1, EnforceWalltime: true, SampleInterval: 60 * sim.Second, NoLog: true})
-					if err != nil {
-						b.Fatal(err)
-					}
-					res, err := e.Run(context.Background())
-					if err != nil {
-						b.Fatal(err)
-					}
+					res := simtest.RunConfig(b, sim.Config{Cluster: c, Jobs: jobs, Policy: pol, Seed: 1, EnforceWalltime: true, SampleInterval: 60 * sim.Second, NoLog: true})
 					done := 0
 					for k := range res.Jobs {
 						if res.Jobs[k].State != sim.StatePending {

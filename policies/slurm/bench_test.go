@@ -1,7 +1,6 @@
 package slurm
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -69,14 +68,7 @@ func benchSlurm(b *testing.B, willRun string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: s, NoLog: true, EnforceWalltime: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		res, err := e.Run(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
+		res := simtest.RunConfig(b, sim.Config{Cluster: c, Jobs: jobs, Policy: s, NoLog: true, EnforceWalltime: true})
 		done := 0
 		for j := range res.Jobs {
 			if res.Jobs[j].State == sim.StateCompleted {
