@@ -49,6 +49,9 @@ type QueueParams struct {
 	// stragglers, docs/telemetry.md; sim.View.NodeDegraded). The jobs running
 	// there stay. Without a telemetry: block no node is degraded.
 	AvoidDegraded bool `yaml:"avoidDegraded"`
+	// Forecast, when set, holds GPUs for imminent large gangs (prospective
+	// scheduling, docs/forecast.md; not with conservative-backfill).
+	Forecast *ForecastParams `yaml:"forecast"`
 }
 
 func init() {
@@ -61,8 +64,8 @@ func init() {
 			return newQueuePolicy(name, o, bf, p)
 		})
 	}
-	const basic = "placement: first-fit|best-fit|spread|topology-best-fit|tas|hived|binpack|fgd (gpusim policies lists them); strict: true|false; avoidDegraded: true|false"
-	const bfp = "placement; window (0=unlimited); maxJobsTest; resolution; avoidDegraded"
+	const basic = "placement: first-fit|best-fit|spread|topology-best-fit|tas|hived|binpack|fgd (gpusim policies lists them); strict: true|false; avoidDegraded: true|false; forecast: {minGPUs, horizon, decay, by, history, queue} (off)"
+	const bfp = "placement; window (0=unlimited); maxJobsTest; resolution; avoidDegraded; forecast (easy only)"
 	reg("fifo", "First come, first served with strict head-of-line blocking: nothing starts while the oldest job waits.", basic, orderFIFO, bfNone)
 	reg("priority", "Highest priority first (then submit time); strict head-of-line blocking unless strict: false.", basic, orderPriority, bfNone)
 	reg("sjf", "Shortest job first by the walltime estimate (never the true duration unless oracle); blocking unless strict: false.", basic, orderSJF, bfNone)
@@ -92,6 +95,8 @@ type queuePolicy struct {
 	// true keeps the job pending (it recorded its reason) without blocking the
 	// jobs behind it (the carbon-aware policy).
 	hold func(v *sim.View, p *sim.Plan, j *sim.Job) bool
+	// fc (QueueParams.Forecast) holds GPUs for imminent large gangs.
+	fc *forecast
 
 	pq  *jobHeap // pending, for non-FIFO orders
 	run *jobHeap // running, by (estimated end, ref), for backfill
@@ -128,6 +133,16 @@ func newQueuePolicy(name string, o order, bf backfillMode, p QueueParams) (*queu
 	}
 	if bf != bfNone && !q.strict {
 		errs = append(errs, fmt.Errorf("strict: backfill policies are strict by definition"))
+	}
+	if p.Forecast != nil {
+		if bf == bfConservative {
+			errs = append(errs, fmt.Errorf("forecast: not supported with conservative-backfill"))
+		}
+		fc, err := newForecast(p.Forecast)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		q.fc = fc
 	}
 	if p.MaxJobsTest < 0 {
 		errs = append(errs, fmt.Errorf("maxJobsTest: must be >= 0"))
@@ -197,6 +212,9 @@ func (q *queuePolicy) Observe(v *sim.View, e sim.Event) {
 	case sim.EvArrive:
 		if q.pq != nil {
 			q.pq.push(j)
+		}
+		if q.fc != nil {
+			q.fc.arrive(v, j)
 		}
 	case sim.EvStart:
 		if q.pq != nil {
@@ -286,9 +304,16 @@ func (q *queuePolicy) Schedule(v *sim.View, p *sim.Plan) error {
 	}
 	var head *sim.Job
 	var err error
+	if q.fc != nil {
+		q.fc.plan(q, v, p)
+		defer q.fc.settle(v, p)
+	}
 	q.eachPending(v, func(j *sim.Job) bool {
 		if q.hold != nil && q.hold(v, p, j) {
 			return true // held by the policy (carbon-aware): does not block the queue
+		}
+		if q.fc != nil && q.fc.held(v, p, j) {
+			return true // would take GPUs held for a large gang: does not block the queue
 		}
 		if !v.PowerMayFit(j) { // no placement can fit the cap: skip the search
 			p.Wait(j.Ref, sim.ReasonPowerCap)
@@ -507,6 +532,9 @@ func (q *queuePolicy) easy(v *sim.View, p *sim.Plan, h *sim.Job) error {
 			return false
 		}
 		tested++
+		if q.fc != nil && q.fc.held(v, p, j) {
+			return true
+		}
 		if !placement.QuickFit(c, &j.Spec) {
 			p.Wait(j.Ref, sim.ReasonNoCapacity) // cannot fit now: O(1) rejection
 			return true

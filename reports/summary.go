@@ -142,6 +142,8 @@ type Summary struct {
 	CheckpointIO *CheckpointIOSummary `json:"checkpoint_io,omitempty"`
 	// Telemetry is present only in runs with a telemetry: block (docs/telemetry.md).
 	Telemetry *TelemetrySummary `json:"telemetry,omitempty"`
+	// Forecast is present only for a queue policy run with forecast: params (docs/forecast.md).
+	Forecast *ForecastSummary `json:"forecast,omitempty"`
 	// Mode is "live" for a run of `gpusim live` (absent for simulations); Live
 	// describes it (docs/live.md).
 	Mode string       `json:"mode,omitempty"`

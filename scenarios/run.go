@@ -232,6 +232,15 @@ func (s *Scenario) runOne(ctx context.Context, cluster *sim.Cluster, shared *sha
 					}
 				}
 			}
+			inner := pol
+			if l, ok := pol.(labeled); ok {
+				inner = l.Policy
+			}
+			if fr, ok := inner.(policies.ForecastReporter); ok {
+				if st, on := fr.ForecastStats(res.End); on {
+					sum.Forecast = reports.NewForecastSummary(res, st.MinGPUs, st.HeldGPUSeconds, st.QueueHeldGPUSeconds, st.Predictions, st.Hits, st.Misses, st.Early, st.Open)
+				}
+			}
 			return sum
 		}
 	}
