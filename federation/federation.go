@@ -27,6 +27,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpusim/gpusim/policies/placement"
 	"github.com/gpusim/gpusim/sim"
 )
 
@@ -98,9 +99,12 @@ const (
 	WhyRejected
 	// WhyPastHorizon: it would arrive after the horizon; it is not sent.
 	WhyPastHorizon
+	// WhySpan: an opted-in gang that fits no single cluster, split over
+	// several (Span; Decision.Span lists them).
+	WhySpan
 )
 
-var whyNames = [...]string{"room", "queued", "rejected", "past-horizon"}
+var whyNames = [...]string{"room", "queued", "rejected", "past-horizon", "span"}
 
 // String returns the reason's name (the dispatch.csv value).
 func (w Why) String() string {
@@ -121,6 +125,11 @@ type Decision struct {
 	// Feasible counts the clusters it could ever run on; Room those with room
 	// at the dispatch time.
 	Feasible, Room int
+	// Span lists the clusters of a spanning gang's parts (WhySpan; nil
+	// otherwise) and SpanReplicas their replicas; Arrive is then the parts'
+	// common start (Never if they never started).
+	Span         []int
+	SpanReplicas []int32
 }
 
 // Result is the outcome of a federated run.
@@ -135,6 +144,11 @@ type Result struct {
 // Run dispatches jobs over members with strategy st and runs every member to
 // the end (or its horizon). Every member must have the same horizon.
 func Run(ctx context.Context, members []Member, jobs []sim.JobSpec, st Strategy) (*Result, error) {
+	return RunWith(ctx, members, jobs, st, nil)
+}
+
+// RunWith is Run with cross-cluster gangs (span; nil: none, Run).
+func RunWith(ctx context.Context, members []Member, jobs []sim.JobSpec, st Strategy, span *Span) (*Result, error) {
 	if len(members) == 0 {
 		return nil, errors.New("federation: no clusters")
 	}
@@ -145,6 +159,15 @@ func Run(ctx context.Context, members []Member, jobs []sim.JobSpec, st Strategy)
 		if jobs[i].DAG != nil {
 			// a stage and its predecessors could land in different clusters
 			return nil, fmt.Errorf("federation: job %s: job dependencies (deps) are not supported with federation yet", jobs[i].ID)
+		}
+	}
+	nUser := len(jobs)
+	jobs, spans := splitSpans(members, jobs, span)
+	if len(spans) > 0 {
+		for c := range members {
+			if members[c].Config.Telemetry != nil {
+				return nil, fmt.Errorf("federation: cluster %s: cross-cluster gangs are not supported with telemetry stragglers", members[c].Name)
+			}
 		}
 	}
 	// Dispatch order is JobRef order: NewEngine sorts the same way.
@@ -185,16 +208,47 @@ func Run(ctx context.Context, members []Member, jobs []sim.JobSpec, st Strategy)
 		}
 	}
 	d := &dispatcher{members: members, steps: steps, strategy: st, inflight: make([]int64, len(members))}
+	spanOf := map[int]int{} // user job index -> spans index
+	var placer placement.Placer
+	if len(spans) > 0 {
+		refOf := make([]sim.JobRef, len(jobs))
+		for r, i := range order {
+			refOf[i] = sim.JobRef(r)
+		}
+		k := nUser
+		for g := range spans {
+			spanOf[spans[g].job] = g
+			for p := range spans[g].parts {
+				spans[g].parts[p].ref = refOf[k]
+				k++
+			}
+		}
+		var err error
+		if placer, err = placement.New("first-fit"); err != nil {
+			return nil, err
+		}
+	}
+	var waiting []int // spans dispatched, not started, in dispatch order
+	var spanBuf []sim.SpanPart
 	queues := make([][]pending, len(members)) // per member, in arrival order
 	heads := make([]int, len(members))
 	horizon := steps[0].Horizon()
 	res := &Result{Decisions: make([]Decision, 0, len(jobs)), Clusters: make([]*sim.Result, len(members))}
 	next := 0
 	var arr []sim.JobRef
+	last := sim.Time(-1)
 	for iter := 0; ; iter++ {
+		for next < len(order) && order[next] >= nUser {
+			next++ // a span part: started by the manager, never dispatched
+		}
 		t := sim.Never
 		if next < len(order) {
 			t = jobs[order[next]].Submit
+		}
+		for _, g := range waiting {
+			if r := spans[g].ready; r > last {
+				t = min(t, r)
+			}
 		}
 		for c, s := range steps {
 			t = min(t, s.Next())
@@ -210,8 +264,26 @@ func Run(ctx context.Context, members []Member, jobs []sim.JobSpec, st Strategy)
 				return nil, err
 			}
 		}
+		last = t
 		for ; next < len(order) && jobs[order[next]].Submit == t; next++ {
+			if order[next] >= nUser {
+				continue
+			}
 			r := sim.JobRef(next)
+			if g, ok := spanOf[order[next]]; ok {
+				sg := &spans[g]
+				dec := Decision{Job: jobs[order[next]].ID, Submit: t, GPUs: wholeGPUs(&jobs[order[next]]), Cluster: -1, Arrive: sim.Never, Why: WhySpan}
+				var wan sim.Duration
+				for _, p := range sg.parts {
+					dec.Span = append(dec.Span, p.member)
+					dec.SpanReplicas = append(dec.SpanReplicas, p.replicas)
+					wan = max(wan, members[p.member].WAN)
+				}
+				sg.ready, sg.dec = t.Add(wan), len(res.Decisions)
+				waiting = append(waiting, g)
+				res.Decisions = append(res.Decisions, dec)
+				continue
+			}
 			dec := d.decide(&jobs[order[next]], r, feasible, t)
 			if dec.Cluster >= 0 {
 				if dec.Arrive > horizon {
@@ -232,7 +304,7 @@ func Run(ctx context.Context, members []Member, jobs []sim.JobSpec, st Strategy)
 				d.inflight[c] -= q[heads[c]].gpus
 				heads[c]++
 			}
-			if next == len(order) && heads[c] == len(q) {
+			if next == len(order) && heads[c] == len(q) && len(waiting) == 0 {
 				s.Done()
 			}
 			if len(arr) == 0 && s.Next() != t {
@@ -242,8 +314,29 @@ func Run(ctx context.Context, members []Member, jobs []sim.JobSpec, st Strategy)
 				return nil, &MemberError{Index: c, Name: members[c].Name, Err: err}
 			}
 		}
+		// Spanning gangs, after the clusters' own scheduling at t: each
+		// ready one starts, all parts at once, if every part fits now.
+		kept := waiting[:0]
+		for _, g := range waiting {
+			sg := &spans[g]
+			if sg.ready <= t {
+				var ok bool
+				var err error
+				if spanBuf, ok, err = tryStart(sg, steps, placer, t, spanBuf); err != nil {
+					return nil, fmt.Errorf("federation: job %s: %w", jobs[sg.job].ID, err)
+				} else if ok {
+					res.Decisions[sg.dec].Arrive = t
+					continue
+				}
+			}
+			kept = append(kept, g)
+		}
+		waiting = kept
 	}
 	for ; next < len(order); next++ { // submitted after the horizon: never seen
+		if order[next] >= nUser {
+			continue
+		}
 		j := &jobs[order[next]]
 		res.Decisions = append(res.Decisions, Decision{Job: j.ID, Submit: j.Submit, GPUs: wholeGPUs(j), Cluster: -1, Arrive: sim.Never, Why: WhyPastHorizon})
 	}
