@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -31,6 +32,85 @@ type FederationSpec struct {
 	Dispatcher string `yaml:"dispatcher"`
 	// Clusters are the member clusters, in first-fit order.
 	Clusters []FederationCluster `yaml:"clusters"`
+	// Span, when set, lets opted-in gangs that fit no single cluster span
+	// several (cross-cluster gangs; docs/federation.md).
+	Span *FederationSpan `yaml:"span"`
+}
+
+// FederationSpan is federation.span: which jobs may span clusters (the
+// explicit opt-in: a job of a listed class or queue) and the cross-site
+// slowdown of their run time.
+type FederationSpan struct {
+	Classes []string `yaml:"classes"`
+	Queues  []string `yaml:"queues"`
+	// Slowdown (>= 1, required) multiplies a spanning gang's duration and
+	// walltime; Pairs override it per pair of clusters.
+	Slowdown float64    `yaml:"slowdown"`
+	Pairs    []SpanPair `yaml:"pairs"`
+}
+
+// SpanPair is the slowdown between two member clusters.
+type SpanPair struct {
+	Clusters []string `yaml:"clusters"`
+	Slowdown float64  `yaml:"slowdown"`
+}
+
+// validateSpan checks federation.span (names: the member names, by index).
+func validateSpan(fe *sim.FieldErrors, sp *FederationSpan, names map[string]int) {
+	if len(sp.Classes) == 0 && len(sp.Queues) == 0 {
+		fe.Add("federation.span", "give classes or queues: the jobs that may span clusters (an explicit opt-in)")
+	}
+	for i, c := range sp.Classes {
+		if _, err := sim.ParseClass(c); err != nil {
+			fe.Add(fmt.Sprintf("federation.span.classes[%d]", i), "%v", err)
+		}
+	}
+	if !(sp.Slowdown >= 1) || math.IsInf(sp.Slowdown, 0) {
+		fe.Add("federation.span.slowdown", "required: a factor >= 1 on a spanning gang's run time")
+	}
+	for i, pr := range sp.Pairs {
+		p := fmt.Sprintf("federation.span.pairs[%d]", i)
+		if len(pr.Clusters) != 2 || pr.Clusters[0] == pr.Clusters[1] {
+			fe.Add(p+".clusters", "want two different cluster names")
+		} else {
+			for k, n := range pr.Clusters {
+				if _, ok := names[n]; !ok {
+					fe.Add(fmt.Sprintf("%s.clusters[%d]", p, k), "unknown cluster %q", n)
+				}
+			}
+		}
+		if !(pr.Slowdown >= 1) || math.IsInf(pr.Slowdown, 0) {
+			fe.Add(p+".slowdown", "must be a factor >= 1")
+		}
+	}
+}
+
+// span builds the federation.Span of a validated federation.span block.
+func (f *FederationSpec) span() *federation.Span {
+	sp := f.Span
+	if sp == nil {
+		return nil
+	}
+	classes := map[sim.JobClass]bool{}
+	for _, c := range sp.Classes {
+		cl, _ := sim.ParseClass(c)
+		classes[cl] = true
+	}
+	queues := map[string]bool{}
+	for _, q := range sp.Queues {
+		queues[q] = true
+	}
+	idx := map[string]int{}
+	for i := range f.Clusters {
+		idx[f.Clusters[i].Name] = i
+	}
+	out := &federation.Span{Slowdown: sp.Slowdown, Pairs: map[[2]int]float64{},
+		Eligible: func(s *sim.JobSpec) bool { return classes[s.Class] || queues[s.Queue] }}
+	for _, pr := range sp.Pairs {
+		a, b := idx[pr.Clusters[0]], idx[pr.Clusters[1]]
+		out.Pairs[[2]int{min(a, b), max(a, b)}] = pr.Slowdown
+	}
+	return out
 }
 
 // FederationCluster is one member cluster.
@@ -184,6 +264,13 @@ func (s *Scenario) validateFederation() sim.FieldErrors {
 			}
 		}
 	}
+	if f.Span != nil {
+		idx := map[string]int{}
+		for i := range f.Clusters {
+			idx[f.Clusters[i].Name] = i
+		}
+		validateSpan(&fe, f.Span, idx)
+	}
 	return fe
 }
 
@@ -316,7 +403,7 @@ func (s *Scenario) runFederation(ctx context.Context, opts RunOptions) ([]Policy
 	if opts.Now != nil {
 		t0 = opts.Now()
 	}
-	fr, err := federation.Run(ctx, members, jobs, federation.Strategy(f.Dispatcher))
+	fr, err := federation.RunWith(ctx, members, jobs, federation.Strategy(f.Dispatcher), f.span())
 	if err != nil {
 		var ce *policies.ConfigError
 		var me *federation.MemberError
@@ -393,6 +480,12 @@ func DispatchCSV(members []federation.Member, ds []federation.Decision) []byte {
 		if d.Cluster >= 0 {
 			cl = members[d.Cluster].Name
 		}
+		for k, c := range d.Span { // a spanning gang: its clusters, joined by +
+			if k > 0 {
+				cl += "+"
+			}
+			cl += members[c].Name
+		}
 		if d.Arrive != sim.Never {
 			arr = secs(d.Arrive)
 		}
@@ -410,12 +503,14 @@ func csvField(s string) string {
 
 // FederationSummary is federation.json (docs/outputs.md).
 type FederationSummary struct {
-	Dispatcher  string                     `json:"dispatcher"`
-	Jobs        int                        `json:"jobs"`
-	Dispatched  int                        `json:"dispatched"`
-	Rejected    int                        `json:"rejected"`
-	PastHorizon int                        `json:"past_horizon"`
-	Clusters    []FederationClusterSummary `json:"clusters"`
+	Dispatcher  string `json:"dispatcher"`
+	Jobs        int    `json:"jobs"`
+	Dispatched  int    `json:"dispatched"`
+	Rejected    int    `json:"rejected"`
+	PastHorizon int    `json:"past_horizon"`
+	// Spanned counts cross-cluster gangs (federation.span), started or not.
+	Spanned  int                        `json:"spanned,omitempty"`
+	Clusters []FederationClusterSummary `json:"clusters"`
 }
 
 // FederationClusterSummary is one member's line of federation.json.
@@ -444,6 +539,8 @@ func FederationSummaryOf(dispatcher string, members []federation.Member, fr *fed
 			fs.Rejected++
 		case d.Why == federation.WhyPastHorizon:
 			fs.PastHorizon++
+		case d.Why == federation.WhySpan:
+			fs.Spanned++
 		default:
 			fs.Dispatched++
 			c := &fs.Clusters[d.Cluster]

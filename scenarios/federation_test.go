@@ -154,3 +154,57 @@ func TestFederationPoolSharingRefused(t *testing.T) {
 	mustErr(t, strings.Replace(fedMinimal, "nodes: 1}", "nodes: 1, sharing: {mode: timeslice, clients: 2}}", 1), nil,
 		"s.yaml:18: federation.clusters[1].cluster.pools[0].sharing: device-level GPU sharing is not supported with federation")
 }
+
+// TestFederationSpanErrors: a bad federation.span block is reported at its line.
+func TestFederationSpanErrors(t *testing.T) {
+	with := func(span string) string {
+		return strings.Replace(fedMinimal, "  dispatcher: most-free\n", "  dispatcher: most-free\n"+span, 1)
+	}
+	mustErr(t, with("  span: {slowdown: 1.2}\n"), nil, "s.yaml:6: federation.span: give classes or queues")
+	mustErr(t, with("  span: {classes: [training], slowdown: 0.5}\n"), nil, "s.yaml:6: federation.span.slowdown: required: a factor >= 1")
+	mustErr(t, with("  span: {classes: [nope], slowdown: 1.2}\n"), nil, "s.yaml:6: federation.span.classes[0]:")
+	mustErr(t, with("  span:\n    classes: [training]\n    slowdown: 1.2\n    pairs:\n      - {clusters: [a, c], slowdown: 2}\n"), nil, `s.yaml:10: federation.span.pairs[0].clusters[1]: unknown cluster "c"`)
+	mustErr(t, with("  span:\n    classes: [training]\n    slowdown: 1.2\n    pairs:\n      - {clusters: [a, b], slowdown: 0}\n"), nil, "s.yaml:10: federation.span.pairs[0].slowdown: must be a factor >= 1")
+}
+
+// TestFederationSpanRun: with span on for training, the workload's gangs
+// larger than every cluster (sized on the 24-GPU federation) run split as
+// "<id>@a" and "<id>@b", starting and ending together; dispatch.csv gives
+// them reason span and cluster a+b.
+func TestFederationSpanRun(t *testing.T) {
+	src := strings.Replace(fedMinimal, "  dispatcher: most-free\n", "  dispatcher: most-free\n  span: {classes: [training, experiment], slowdown: 1.5}\n", 1)
+	sc, err := Parse([]byte(src), "s.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	runs, err := Run(context.Background(), sc, RunOptions{OutDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := map[string][2]float64{}
+	n := 0
+	for _, r := range runs {
+		for i := range r.Result.Jobs {
+			j := &r.Result.Jobs[i]
+			id, _, ok := strings.Cut(string(j.Spec.ID), "@")
+			if !ok {
+				continue
+			}
+			n++
+			se := [2]float64{j.FirstStart.Seconds(), j.End.Seconds()}
+			if p, seen := parts[id]; seen && p != se {
+				t.Errorf("parts of %s: %v and %v", id, p, se)
+			}
+			parts[id] = se
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "dispatch.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := strings.Count(string(b), ",a+b,")
+	if len(parts) == 0 || n != 2*len(parts) || spans < len(parts) {
+		t.Fatalf("%d parts of %d gangs, %d span rows in dispatch.csv", n, len(parts), spans)
+	}
+}
