@@ -296,6 +296,7 @@ func (rep *Report) Figures() []*Figure {
 	if f := rep.queueShareFigure(); f != nil {
 		figs = append(figs, f)
 	}
+	figs = append(figs, rep.physicalFigures(note)...)
 	figs = append(figs, rep.headline())
 	if f := rep.preemptionFigure(); f != nil {
 		figs = append(figs, f)

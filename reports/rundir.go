@@ -96,6 +96,9 @@ func writeRunDir(dir string, res *sim.Result, summarize func() *Summary, events 
 		tasks = append(tasks, files(ServingFile, func(w io.Writer) error { return WriteServingCSV(w, res) }),
 			files(ServingP99File, func(w io.Writer) error { return WriteServingP99CSV(w, res) }))
 	}
+	if (res.Power != nil || res.Failures != nil) && len(res.Samples) > 0 {
+		tasks = append(tasks, files(PhysicalFile, func(w io.Writer) error { return WritePhysicalCSV(w, res) }))
+	}
 	if res.DAG != nil {
 		tasks = append(tasks, files(DAGJobsFile, func(w io.Writer) error { return WriteDAGJobsCSV(w, res) }),
 			files(WorkflowsFile, func(w io.Writer) error { return WriteWorkflowsCSV(w, res) }))
@@ -119,6 +122,8 @@ type Run struct {
 	Jobs       []JobRow
 	Timeseries []SampleRow
 	Events     []EventRow // nil unless requested
+	// Physical is physical.csv (nil without it: no power or failure model).
+	Physical *Physical
 }
 
 // ReadRunDir reads a run directory written by WriteRunDir: summary.json,
@@ -148,6 +153,11 @@ func ReadRunDir(dir string, withEvents bool) (*Run, error) {
 	tp := filepath.Join(dir, TimeseriesFile)
 	if _, statErr := os.Stat(tp); statErr == nil {
 		if r.Timeseries, err = ReadTimeseriesParquet(tp); err != nil {
+			return nil, err
+		}
+	}
+	if pp := filepath.Join(dir, PhysicalFile); fileExists(pp) {
+		if r.Physical, err = ReadPhysicalCSV(pp); err != nil {
 			return nil, err
 		}
 	}

@@ -115,6 +115,9 @@ type Sample struct {
 	// over running jobs of speed x GPUs); SharedGPUs counts GPUs holding >= 2 jobs.
 	UsefulGPUs float64
 	SharedGPUs int32
+	// Phys is the physical models' state (power, failures); zero without them
+	// (sim/physsample.go).
+	Phys PhysSample
 }
 
 // Result is the outcome of a run.
@@ -1196,6 +1199,9 @@ func (e *Engine) sample() {
 	if e.share != nil {
 		s := &e.samples[len(e.samples)-1]
 		s.UsefulGPUs, s.SharedGPUs = e.share.rateSum, e.share.shared
+	}
+	if e.pow != nil || e.fail != nil {
+		e.samplePhys(&e.samples[len(e.samples)-1])
 	}
 }
 
