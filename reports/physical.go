@@ -30,13 +30,13 @@ const PhysicalFile = "physical.csv"
 var PhysicalColumns = []string{"time_s", "power_w", "carbon_g_per_kwh", "emissions_kg_per_h",
 	"gpus_down", "incidents", "interruptions", "planned_incidents", "planned_interruptions"}
 
-// WritePhysicalCSV writes physical.csv from res.Samples.
+// WritePhysicalCSV writes physical.csv from res.Samples and res.Phys.
 func WritePhysicalCSV(w io.Writer, res *sim.Result) error {
 	pow, carbon, fail := res.Power != nil, res.Power != nil && res.Power.HasCarbon, res.Failures != nil
 	smp := res.Samples
-	return writeCSVRows(w, PhysicalColumns, len(smp), func(b []byte, i int) []byte {
+	return writeCSVRows(w, PhysicalColumns, min(len(smp), len(res.Phys)), func(b []byte, i int) []byte {
 		s := &smp[i]
-		p := &s.Phys
+		p := &res.Phys[i]
 		b = strconv.AppendFloat(b, secs(int64(s.Time)), 'f', -1, 64)
 		b = append(b, ',')
 		if pow {

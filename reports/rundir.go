@@ -96,7 +96,7 @@ func writeRunDir(dir string, res *sim.Result, summarize func() *Summary, events 
 		tasks = append(tasks, files(ServingFile, func(w io.Writer) error { return WriteServingCSV(w, res) }),
 			files(ServingP99File, func(w io.Writer) error { return WriteServingP99CSV(w, res) }))
 	}
-	if (res.Power != nil || res.Failures != nil) && len(res.Samples) > 0 {
+	if (res.Power != nil || res.Failures != nil) && len(res.Phys) > 0 {
 		tasks = append(tasks, files(PhysicalFile, func(w io.Writer) error { return WritePhysicalCSV(w, res) }))
 	}
 	if res.DAG != nil {

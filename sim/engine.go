@@ -115,9 +115,6 @@ type Sample struct {
 	// over running jobs of speed x GPUs); SharedGPUs counts GPUs holding >= 2 jobs.
 	UsefulGPUs float64
 	SharedGPUs int32
-	// Phys is the physical models' state (power, failures); zero without them
-	// (sim/physsample.go).
-	Phys PhysSample
 }
 
 // Result is the outcome of a run.
@@ -154,6 +151,9 @@ type Result struct {
 	Storage *StorageStats
 	// Telemetry holds the stragglers' cost; nil without Config.Telemetry.
 	Telemetry *TelemetryStats
+	// Phys is the physical models' state per sample, parallel to Samples;
+	// nil without Config.Power and Config.Failures (sim/physsample.go).
+	Phys []PhysSample
 }
 
 // DefaultLivelockPreemptions is Config.LivelockPreemptions' default.
@@ -209,6 +209,7 @@ type Engine struct {
 	share      *shareState   // nil without Config.Sharing
 	serving    *servingState // nil without serving jobs
 	fail       *failState    // nil without Config.Failures
+	phys       []PhysSample  // with power or failures: per sample (Result.Phys)
 	pow        *powerState   // nil without Config.Power
 	dag        *dagState     // nil without JobSpec.DAG (dag.go)
 	sto        *storageState // nil without Config.Storage
@@ -492,6 +493,7 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 		BusyMilliSecondsToMakespan: e.busyAtLast,
 		Events:                     e.events,
 		SchedulingPoints:           e.points,
+		Phys:                       e.phys,
 	}
 	if e.share != nil {
 		st := e.share.stats
@@ -1201,7 +1203,7 @@ func (e *Engine) sample() {
 		s.UsefulGPUs, s.SharedGPUs = e.share.rateSum, e.share.shared
 	}
 	if e.pow != nil || e.fail != nil {
-		e.samplePhys(&e.samples[len(e.samples)-1])
+		e.samplePhys()
 	}
 }
 

@@ -1,6 +1,6 @@
 package sim
 
-// PhysSample is a sample's state of the physical models (Sample.Phys): the
+// PhysSample is a sample's state of the physical models (Result.Phys): the
 // cluster's power draw and grid intensity (with Config.Power) and its failure
 // state (with Config.Failures), in effect at the sample time. The report draws
 // them over time (reports/physical.go).
@@ -18,16 +18,20 @@ type PhysSample struct {
 	PlannedIncidents, PlannedInterruptions int64
 }
 
-func (e *Engine) samplePhys(s *Sample) {
+// samplePhys appends the physical state for the sample just taken (at
+// e.nextSamp).
+func (e *Engine) samplePhys() {
+	var s PhysSample
 	if ps := e.pow; ps != nil {
-		s.Phys.PowerW = float64(ps.baseMW+ps.dynSum) / 1000
+		s.PowerW = float64(ps.baseMW+ps.dynSum) / 1000
 		if cs := ps.cfg.Carbon; cs != nil {
-			s.Phys.CarbonGPerKWh = cs.At(s.Time)
+			s.CarbonGPerKWh = cs.At(e.nextSamp)
 		}
 	}
 	if f := e.fail; f != nil {
-		s.Phys.GPUsDown = f.downGPUs
-		s.Phys.Incidents, s.Phys.Interruptions = f.stats.Incidents, f.stats.Interruptions
-		s.Phys.PlannedIncidents, s.Phys.PlannedInterruptions = f.stats.PlannedIncidents, f.stats.PlannedInterrupt
+		s.GPUsDown = f.downGPUs
+		s.Incidents, s.Interruptions = f.stats.Incidents, f.stats.Interruptions
+		s.PlannedIncidents, s.PlannedInterruptions = f.stats.PlannedIncidents, f.stats.PlannedInterrupt
 	}
+	e.phys = append(e.phys, s)
 }
