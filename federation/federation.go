@@ -100,7 +100,7 @@ const (
 	// WhyPastHorizon: it would arrive after the horizon; it is not sent.
 	WhyPastHorizon
 	// WhySpan: an opted-in gang that fits no single cluster, split over
-	// several (Span; Decision.Span lists them).
+	// several (Span; Result.Spans lists them).
 	WhySpan
 )
 
@@ -125,11 +125,14 @@ type Decision struct {
 	// Feasible counts the clusters it could ever run on; Room those with room
 	// at the dispatch time.
 	Feasible, Room int
-	// Span lists the clusters of a spanning gang's parts (WhySpan; nil
-	// otherwise) and SpanReplicas their replicas; Arrive is then the parts'
-	// common start (Never if they never started).
-	Span         []int
-	SpanReplicas []int32
+}
+
+// SpanSplit is a spanning gang's split (Result.Spans): the clusters of its
+// parts and their replicas. Its Decision has Why WhySpan, Cluster -1 and
+// Arrive the parts' common start (Never if they never started).
+type SpanSplit struct {
+	Clusters []int
+	Replicas []int32
 }
 
 // Result is the outcome of a federated run.
@@ -139,6 +142,9 @@ type Result struct {
 	Clusters []*sim.Result
 	// Decisions holds one decision per job, in dispatch order (Submit, ID).
 	Decisions []Decision
+	// Spans gives the split of each spanning gang, by index into Decisions
+	// (nil without cross-cluster gangs).
+	Spans map[int]SpanSplit
 }
 
 // Run dispatches jobs over members with strategy st and runs every member to
@@ -208,9 +214,10 @@ func RunWith(ctx context.Context, members []Member, jobs []sim.JobSpec, st Strat
 		}
 	}
 	d := &dispatcher{members: members, steps: steps, strategy: st, inflight: make([]int64, len(members))}
-	spanOf := map[int]int{} // user job index -> spans index
+	var spanOf map[int]int // user job index -> spans index
 	var placer placement.Placer
 	if len(spans) > 0 {
+		spanOf = make(map[int]int, len(spans))
 		refOf := make([]sim.JobRef, len(jobs))
 		for r, i := range order {
 			refOf[i] = sim.JobRef(r)
@@ -274,12 +281,17 @@ func RunWith(ctx context.Context, members []Member, jobs []sim.JobSpec, st Strat
 				sg := &spans[g]
 				dec := Decision{Job: jobs[order[next]].ID, Submit: t, GPUs: wholeGPUs(&jobs[order[next]]), Cluster: -1, Arrive: sim.Never, Why: WhySpan}
 				var wan sim.Duration
+				var split SpanSplit
 				for _, p := range sg.parts {
-					dec.Span = append(dec.Span, p.member)
-					dec.SpanReplicas = append(dec.SpanReplicas, p.replicas)
+					split.Clusters = append(split.Clusters, p.member)
+					split.Replicas = append(split.Replicas, p.replicas)
 					wan = max(wan, members[p.member].WAN)
 				}
 				sg.ready, sg.dec = t.Add(wan), len(res.Decisions)
+				if res.Spans == nil {
+					res.Spans = map[int]SpanSplit{}
+				}
+				res.Spans[sg.dec] = split
 				waiting = append(waiting, g)
 				res.Decisions = append(res.Decisions, dec)
 				continue

@@ -47,11 +47,14 @@ func TestCrossClusterGang(t *testing.T) {
 	)
 	want := []federation.Decision{
 		{Job: "a", Submit: 0, GPUs: 4, Cluster: 0, Arrive: sec(5), Why: federation.WhyRoom, Feasible: 2, Room: 2},
-		{Job: "g", Submit: 0, GPUs: 12, Cluster: -1, Arrive: sec(105), Why: federation.WhySpan, Span: []int{0, 1}, SpanReplicas: []int32{2, 1}},
+		{Job: "g", Submit: 0, GPUs: 12, Cluster: -1, Arrive: sec(105), Why: federation.WhySpan},
 		{Job: "n", Submit: 0, GPUs: 12, Cluster: -1, Arrive: sim.Never, Why: federation.WhyRejected},
 	}
 	if !reflect.DeepEqual(res.Decisions, want) {
 		t.Fatalf("decisions:\n got %+v\nwant %+v", res.Decisions, want)
+	}
+	if want := map[int]federation.SpanSplit{1: {Clusters: []int{0, 1}, Replicas: []int32{2, 1}}}; !reflect.DeepEqual(res.Spans, want) {
+		t.Fatalf("spans %+v, want %+v", res.Spans, want)
 	}
 	for _, c := range []struct {
 		id         sim.JobID
@@ -109,7 +112,7 @@ func TestSpanNeverSplitsOthers(t *testing.T) {
 			spec[jobs[i].ID] = &jobs[i]
 		}
 		spanned := 0
-		for _, d := range base.Decisions {
+		for k, d := range base.Decisions {
 			s := spec[d.Job]
 			if d.Why == federation.WhySpan {
 				if s.Class != sim.ClassTraining {
@@ -120,16 +123,17 @@ func TestSpanNeverSplitsOthers(t *testing.T) {
 				}
 				spanned++
 				var reps int32
-				for k, c := range d.Span {
+				sp := base.Spans[k]
+				for k, c := range sp.Clusters {
 					id := sim.JobID(fmt.Sprintf("%s@%s", d.Job, []string{"A", "B", "C"}[c]))
 					at, st, _ := where(t, base, id)
 					if at != c || st != d.Arrive {
 						t.Fatalf("seed %d: part %s in cluster %d from %v, want %d from %v", seed, id, at, st, c, d.Arrive)
 					}
-					reps += d.SpanReplicas[k]
+					reps += sp.Replicas[k]
 				}
-				if reps != s.Replicas || len(d.Span) < 2 {
-					t.Fatalf("seed %d: %s split into %v (%v replicas) of %d", seed, d.Job, d.Span, d.SpanReplicas, s.Replicas)
+				if reps != s.Replicas || len(sp.Clusters) < 2 {
+					t.Fatalf("seed %d: %s split into %v (%v replicas) of %d", seed, d.Job, sp.Clusters, sp.Replicas, s.Replicas)
 				}
 				continue
 			}
@@ -157,7 +161,7 @@ func TestSpanNeverSplitsOthers(t *testing.T) {
 		sh := append([]sim.JobSpec(nil), jobs...)
 		rng.Shuffle(len(sh), func(i, j int) { sh[i], sh[j] = sh[j], sh[i] })
 		got := runSpan(t, mk(), sp, sh...)
-		if !reflect.DeepEqual(got.Decisions, base.Decisions) {
+		if !reflect.DeepEqual(got.Decisions, base.Decisions) || !reflect.DeepEqual(got.Spans, base.Spans) {
 			t.Fatalf("seed %d: decisions depend on input order", seed)
 		}
 	}

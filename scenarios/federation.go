@@ -443,7 +443,7 @@ func (s *Scenario) runFederation(ctx context.Context, opts RunOptions) ([]Policy
 		out[i].Dir = dir
 	}
 	if opts.OutDir != "" {
-		if err := fsutil.WriteBytesAtomic(filepath.Join(opts.OutDir, DispatchFile), DispatchCSV(members, fr.Decisions)); err != nil {
+		if err := fsutil.WriteBytesAtomic(filepath.Join(opts.OutDir, DispatchFile), DispatchCSV(members, fr.Decisions, fr.Spans)); err != nil {
 			return nil, err
 		}
 		b, err := json.MarshalIndent(FederationSummaryOf(f.Dispatcher, members, fr), "", "  ")
@@ -471,16 +471,17 @@ const (
 func secs(t sim.Time) string { return strconv.FormatFloat(t.Seconds(), 'f', -1, 64) }
 
 // DispatchCSV renders the dispatch decisions (docs/outputs.md, dispatch.csv):
-// job, submit_s, gpus, cluster, arrive_s, reason, feasible, room.
-func DispatchCSV(members []federation.Member, ds []federation.Decision) []byte {
+// job, submit_s, gpus, cluster, arrive_s, reason, feasible, room. spans
+// gives the spanning gangs' clusters (federation.Result.Spans).
+func DispatchCSV(members []federation.Member, ds []federation.Decision, spans map[int]federation.SpanSplit) []byte {
 	var b bytes.Buffer
 	b.WriteString("job,submit_s,gpus,cluster,arrive_s,reason,feasible,room\n")
-	for _, d := range ds {
+	for i, d := range ds {
 		cl, arr := "", ""
 		if d.Cluster >= 0 {
 			cl = members[d.Cluster].Name
 		}
-		for k, c := range d.Span { // a spanning gang: its clusters, joined by +
+		for k, c := range spans[i].Clusters { // a spanning gang: its clusters, joined by +
 			if k > 0 {
 				cl += "+"
 			}
