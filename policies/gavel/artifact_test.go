@@ -12,10 +12,10 @@ import (
 )
 
 // The PR #208 artifact run (docs/gavel.md) against the published Gavel
-// simulation: most JCTs land on one of Gavel's own round boundaries, the mean
-// JCT is within 5 % (+2.8 % measured) and the makespan within 10 % (+7.7 %
-// measured; the issue's target is 5 %, missed: Gavel's ECOS interior-point
-// allocation is not reproduced exactly, see docs/gavel.md).
+// simulation, job by job: every one of the 15 JCTs within 0.5 s of Gavel's
+// (measured: 0.014 to 0.074 s later), so the mean JCT (5889.2 s vs 5889.131 s)
+// and the makespan (6350.6 s vs 6350.5 s) agree to 0.01 %. The issue asks for
+// 5 %; the per-job bound pins the mechanism, not just the averages.
 func TestGavelArtifact(t *testing.T) {
 	sc, err := scenarios.Load("../../scenarios/examples/gavel-artifact.yaml", nil)
 	if err != nil {
@@ -26,6 +26,10 @@ func TestGavelArtifact(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := runs[0].Result
+	byID := map[sim.JobID]*sim.Job{}
+	for i := range res.Jobs {
+		byID[res.Jobs[i].Spec.ID] = &res.Jobs[i]
+	}
 	f, err := os.Open("../../traces/testdata/gavel-artifact/expected_pr208.csv")
 	if err != nil {
 		t.Fatal(err)
@@ -35,40 +39,36 @@ func TestGavelArtifact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sumOurs, sumTheirs, makespan float64
-	var published []float64
-	for _, r := range rows[1:] {
-		v, _ := strconv.ParseFloat(r[4], 64)
-		published = append(published, v)
+	if len(rows) != 16 || len(res.Jobs) != 15 {
+		t.Fatalf("%d published rows, %d jobs; want 15 and 15", len(rows)-1, len(res.Jobs))
 	}
-	onBoundary := 0
-	for i, r := range rows[1:] {
-		want, _ := strconv.ParseFloat(r[4], 64)
-		j := &res.Jobs[i]
+	var sumOurs, sumTheirs, makespan, published float64
+	for _, r := range rows[1:] {
+		want, err := strconv.ParseFloat(r[4], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := byID[sim.JobID("artifact_evaluation_pr208-"+r[0])]
+		if j == nil || j.State != sim.StateCompleted {
+			t.Fatalf("job %s missing or not completed", r[0])
+		}
 		got := j.End.Sub(j.Spec.Submit).Seconds()
 		sumOurs += got
 		sumTheirs += want
 		makespan = max(makespan, j.End.Seconds())
-		for _, p := range published {
-			if d := got - p; d < 0.2 && d > -0.2 {
-				onBoundary++
-				break
-			}
+		published = max(published, want)
+		t.Logf("job %2s %-34s sf %s: JCT %9.3f s, Gavel %9.3f s (%+.3f s), leases out %d", r[0], r[1], r[2], got, want, got-want, j.Preempted)
+		if d := got - want; d > 0.5 || d < -0.5 {
+			t.Errorf("job %s: JCT %.3f s, Gavel's %.3f s (%+.3f s; want within 0.5 s)", r[0], got, want, d)
 		}
-		t.Logf("job %2d %-34s sf %s: JCT %8.1f s, Gavel %8.1f s (%+5.1f %%), preempted %d", i, r[1], r[2], got, want, 100*(got/want-1), j.Preempted)
 	}
 	n := float64(len(rows) - 1)
-	// the mechanism lines up with Gavel's: most of our JCTs are round boundaries
-	// of the published run (9 of 15 measured)
-	if onBoundary < 8 {
-		t.Errorf("only %d of our JCTs equal a published JCT (a round boundary of Gavel's run); want >= 8", onBoundary)
+	t.Logf("mean JCT %.3f s (Gavel 5889.131), makespan %.3f s (Gavel 6350.5)", sumOurs/n, makespan)
+	if d := sumOurs/n/5889.131 - 1; d > 1e-4 || d < -1e-4 {
+		t.Errorf("mean JCT %.3f s is %+.4f %% off Gavel's 5889.131 s", sumOurs/n, 100*d)
 	}
-	t.Logf("mean JCT %.1f s (Gavel 5889.131), makespan %.1f s (Gavel 6350.5)", sumOurs/n, makespan)
-	if d := sumOurs/n/5889.131 - 1; d > 0.05 || d < -0.05 {
-		t.Errorf("mean JCT %.1f s is %+.1f %% off Gavel's 5889.131 s", sumOurs/n, 100*d)
-	}
-	if d := makespan/6350.5 - 1; d > 0.10 || d < -0.10 {
-		t.Errorf("makespan %.1f s is %+.1f %% off Gavel's 6350.5 s", makespan, 100*d)
+	if d := makespan/6350.5 - 1; d > 1e-4 || d < -1e-4 {
+		t.Errorf("makespan %.3f s is %+.4f %% off Gavel's 6350.5 s", makespan, 100*d)
 	}
 }
 
