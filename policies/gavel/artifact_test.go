@@ -74,11 +74,12 @@ func TestGavelArtifact(t *testing.T) {
 
 // The allocation policies on the artifact trace: every job completes, and
 // min_total_duration has the shortest makespan (within 2 %). Measured:
-// min_total_duration 6,053.1 s mean JCT / 6,841.6 s makespan,
-// max_min_fairness 4,658.8 / 8,032.5 s, finish_time_fairness 4,705.6 /
-// 7,981.1 s, max_sum_throughput 4,678.2 / 8,524.3 s, normalised by cost
-// (v100 3.06, k80 0.9) 4,556.4 / 8,146.9 s. (finish_time_fairness minimises the worst projected ρ at each
-// reset, not a JCT statistic, so no ordering of mean JCTs is asserted.)
+// min_total_duration 5,889.2 s mean JCT / 6,350.6 s makespan,
+// max_min_fairness 5,406.5 / 7,293.0 s, finish_time_fairness 5,024.4 /
+// 7,319.3 s, max_sum_throughput 5,174.2 / 8,238.7 s, normalised by cost
+// (v100 3.06, k80 0.9) 5,120.6 / 8,146.7 s. (finish_time_fairness minimises
+// the worst projected ρ at each reset, not a JCT statistic, so no ordering of
+// mean JCTs is asserted.)
 func TestGavelPoliciesOnArtifact(t *testing.T) {
 	mean := map[string]float64{}
 	makespan := map[string]float64{}
