@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/gpusim/gpusim/reports"
 	"github.com/gpusim/gpusim/scenarios"
 	"github.com/gpusim/gpusim/sim"
 )
@@ -14,7 +15,8 @@ import (
 // The PR #208 artifact run (docs/gavel.md) against the published Gavel
 // simulation, job by job: every one of the 15 JCTs within 0.5 s of Gavel's
 // (measured: 0.014 to 0.074 s later), so the mean JCT (5889.2 s vs 5889.131 s)
-// and the makespan (6350.6 s vs 6350.5 s) agree to 0.01 %. The issue asks for
+// and the makespan (6350.6 s vs 6350.5 s) agree to 0.01 %, and so does the
+// utilisation (0.9446 vs 0.945). The issue asks for
 // 5 %; the per-job bound pins the mechanism, not just the averages.
 func TestGavelArtifact(t *testing.T) {
 	sc, err := scenarios.Load("../../scenarios/examples/gavel-artifact.yaml", nil)
@@ -69,6 +71,12 @@ func TestGavelArtifact(t *testing.T) {
 	}
 	if d := makespan/6350.5 - 1; d > 1e-4 || d < -1e-4 {
 		t.Errorf("makespan %.3f s is %+.4f %% off Gavel's 6350.5 s", makespan, 100*d)
+	}
+	// Gavel prints utilisation 0.945 (busy worker time / time since the
+	// workers registered, get_cluster_utilization); ours is allocated GPU-time
+	// over the makespan (0.9446 measured).
+	if u := reports.Summarize(res, reports.Provenance{}, 0).GPUUtilization; u < 0.9445 || u >= 0.9455 {
+		t.Errorf("GPU utilisation %.4f, Gavel's 0.945", u)
 	}
 }
 

@@ -285,8 +285,16 @@ func (g *Gavel) endRound(now sim.Time) {
 		gj.timeSoFar[gj.w] += exec
 		g.workerTime[gj.w] += exec
 		gj.run += gj.steps
-		if gj.final || gj.j.State == sim.StateCompleted {
+		switch {
+		case gj.j.State == sim.StateCompleted:
 			g.remove(gj)
+		case gj.j.State != sim.StateRunning:
+			// Stopped, so the engine's Done is current: if the job lost work
+			// the policy did not plan for (a failure, a kill), count from it.
+			t, _ := g.tt.Throughput(gj.j.Spec.Workload, int32(gj.sf), g.ref)
+			if rem := (gj.j.Spec.Duration - gj.j.Done).Seconds() * t; rem > g.remaining(gj)+1 {
+				gj.run = gj.total - rem
+			}
 		}
 	}
 	g.sched = g.sched[:0]
