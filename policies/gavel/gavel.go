@@ -285,10 +285,10 @@ func (g *Gavel) endRound(now sim.Time) {
 		gj.timeSoFar[gj.w] += exec
 		g.workerTime[gj.w] += exec
 		gj.run += gj.steps
-		switch {
-		case gj.j.State == sim.StateCompleted:
+		switch gj.j.State {
+		case sim.StateCompleted, sim.StateKilled, sim.StateTimeout:
 			g.remove(gj)
-		case gj.j.State != sim.StateRunning:
+		case sim.StatePending:
 			// Stopped, so the engine's Done is current: if the job lost work
 			// the policy did not plan for (a failure, a kill), count from it.
 			t, _ := g.tt.Throughput(gj.j.Spec.Workload, int32(gj.sf), g.ref)
@@ -395,6 +395,14 @@ func (g *Gavel) remaining(gj *gjob) float64 {
 
 func (g *Gavel) startRound(v *sim.View, p *sim.Plan, now sim.Time) error {
 	g.Rounds++
+	// Jobs the engine ended while they waited (a walltime limit) leave.
+	for i := 0; i < len(g.active); {
+		if st := g.active[i].j.State; st == sim.StateKilled || st == sim.StateTimeout || st == sim.StateCompleted {
+			g.remove(g.active[i])
+			continue
+		}
+		i++
+	}
 	if err := g.updatePriorities(now); err != nil {
 		return err
 	}

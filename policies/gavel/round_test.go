@@ -123,3 +123,43 @@ func TestNaturalCompare(t *testing.T) {
 		}
 	}
 }
+
+// A job the engine stops for good (its walltime, EnforceWalltime) leaves the
+// policy at the round's end instead of being started again. One V100; A (500
+// steps, walltime 300 s) and B (300 steps) at t = 0. Round 1: A runs and times
+// out at 300 s; the round ends at A's planned end, 360 s. Round 2: B runs its
+// 300 steps and ends at 660 s.
+func TestTimedOutJobLeaves(t *testing.T) {
+	tt, err := workloads.GavelThroughputTable("hand.json", strings.NewReader(`{"v100": {"('A', 1)": {"null": 1.0}, "('B', 1)": {"null": 1.0}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sim.NewCluster([]sim.NodeSpec{{Name: "v0", GPUModel: "V100", GPUs: 1, CPUMilli: 1000, MemoryMiB: 1024, NVLinkDomain: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []sim.JobSpec{
+		{ID: "A", Workload: "A", Replicas: 1, GPUsPerReplica: 1, GPUMilli: sim.WholeGPU, Duration: 500 * sim.Second, Walltime: 300 * sim.Second, Class: sim.ClassTraining},
+		{ID: "B", Workload: "B", Replicas: 1, GPUsPerReplica: 1, GPUMilli: sim.WholeGPU, Duration: 300 * sim.Second, Class: sim.ClassTraining},
+	}
+	g, err := New(Params{}, tt, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: g, EnforceWalltime: true,
+		Speed: &workloads.ThroughputSpeed{Table: tt, Reference: 0}, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := &res.Jobs[0], &res.Jobs[1]
+	if a.State != sim.StateTimeout || a.End.Seconds() != 300 {
+		t.Errorf("A: %s at %v s, want timeout at 300", a.State, a.End.Seconds())
+	}
+	if b.State != sim.StateCompleted || b.End.Seconds() != 660 {
+		t.Errorf("B: %s at %v s, want completed at 660", b.State, b.End.Seconds())
+	}
+}
