@@ -7,15 +7,17 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/gpusim/gpusim/reports"
 	"github.com/gpusim/gpusim/scenarios"
 	"github.com/gpusim/gpusim/sim"
 )
 
 // The PR #208 artifact run (docs/gavel.md) against the published Gavel
-// simulation: most JCTs land on one of Gavel's own round boundaries, the mean
-// JCT is within 5 % (+2.8 % measured) and the makespan within 10 % (+7.7 %
-// measured; the issue's target is 5 %, missed: Gavel's ECOS interior-point
-// allocation is not reproduced exactly, see docs/gavel.md).
+// simulation, job by job: every one of the 15 JCTs within 0.5 s of Gavel's
+// (measured: 0.014 to 0.074 s later), so the mean JCT (5889.2 s vs 5889.131 s)
+// and the makespan (6350.6 s vs 6350.5 s) agree to 0.01 %, and so does the
+// utilisation (0.9446 vs 0.945). The issue asks for
+// 5 %; the per-job bound pins the mechanism, not just the averages.
 func TestGavelArtifact(t *testing.T) {
 	sc, err := scenarios.Load("../../scenarios/examples/gavel-artifact.yaml", nil)
 	if err != nil {
@@ -26,6 +28,10 @@ func TestGavelArtifact(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := runs[0].Result
+	byID := map[sim.JobID]*sim.Job{}
+	for i := range res.Jobs {
+		byID[res.Jobs[i].Spec.ID] = &res.Jobs[i]
+	}
 	f, err := os.Open("../../traces/testdata/gavel-artifact/expected_pr208.csv")
 	if err != nil {
 		t.Fatal(err)
@@ -35,50 +41,53 @@ func TestGavelArtifact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sumOurs, sumTheirs, makespan float64
-	var published []float64
-	for _, r := range rows[1:] {
-		v, _ := strconv.ParseFloat(r[4], 64)
-		published = append(published, v)
+	if len(rows) != 16 || len(res.Jobs) != 15 {
+		t.Fatalf("%d published rows, %d jobs; want 15 and 15", len(rows)-1, len(res.Jobs))
 	}
-	onBoundary := 0
-	for i, r := range rows[1:] {
-		want, _ := strconv.ParseFloat(r[4], 64)
-		j := &res.Jobs[i]
+	var sumOurs, sumTheirs, makespan, published float64
+	for _, r := range rows[1:] {
+		want, err := strconv.ParseFloat(r[4], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := byID[sim.JobID("artifact_evaluation_pr208-"+r[0])]
+		if j == nil || j.State != sim.StateCompleted {
+			t.Fatalf("job %s missing or not completed", r[0])
+		}
 		got := j.End.Sub(j.Spec.Submit).Seconds()
 		sumOurs += got
 		sumTheirs += want
 		makespan = max(makespan, j.End.Seconds())
-		for _, p := range published {
-			if d := got - p; d < 0.2 && d > -0.2 {
-				onBoundary++
-				break
-			}
+		published = max(published, want)
+		t.Logf("job %2s %-34s sf %s: JCT %9.3f s, Gavel %9.3f s (%+.3f s), leases out %d", r[0], r[1], r[2], got, want, got-want, j.Preempted)
+		if d := got - want; d > 0.5 || d < -0.5 {
+			t.Errorf("job %s: JCT %.3f s, Gavel's %.3f s (%+.3f s; want within 0.5 s)", r[0], got, want, d)
 		}
-		t.Logf("job %2d %-34s sf %s: JCT %8.1f s, Gavel %8.1f s (%+5.1f %%), preempted %d", i, r[1], r[2], got, want, 100*(got/want-1), j.Preempted)
 	}
 	n := float64(len(rows) - 1)
-	// the mechanism lines up with Gavel's: most of our JCTs are round boundaries
-	// of the published run (9 of 15 measured)
-	if onBoundary < 8 {
-		t.Errorf("only %d of our JCTs equal a published JCT (a round boundary of Gavel's run); want >= 8", onBoundary)
+	t.Logf("mean JCT %.3f s (Gavel 5889.131), makespan %.3f s (Gavel 6350.5)", sumOurs/n, makespan)
+	if d := sumOurs/n/5889.131 - 1; d > 1e-4 || d < -1e-4 {
+		t.Errorf("mean JCT %.3f s is %+.4f %% off Gavel's 5889.131 s", sumOurs/n, 100*d)
 	}
-	t.Logf("mean JCT %.1f s (Gavel 5889.131), makespan %.1f s (Gavel 6350.5)", sumOurs/n, makespan)
-	if d := sumOurs/n/5889.131 - 1; d > 0.05 || d < -0.05 {
-		t.Errorf("mean JCT %.1f s is %+.1f %% off Gavel's 5889.131 s", sumOurs/n, 100*d)
+	if d := makespan/6350.5 - 1; d > 1e-4 || d < -1e-4 {
+		t.Errorf("makespan %.3f s is %+.4f %% off Gavel's 6350.5 s", makespan, 100*d)
 	}
-	if d := makespan/6350.5 - 1; d > 0.10 || d < -0.10 {
-		t.Errorf("makespan %.1f s is %+.1f %% off Gavel's 6350.5 s", makespan, 100*d)
+	// Gavel prints utilisation 0.945 (busy worker time / time since the
+	// workers registered, get_cluster_utilization); ours is allocated GPU-time
+	// over the makespan (0.9446 measured).
+	if u := reports.Summarize(res, reports.Provenance{}, 0).GPUUtilization; u < 0.9445 || u >= 0.9455 {
+		t.Errorf("GPU utilisation %.4f, Gavel's 0.945", u)
 	}
 }
 
 // The allocation policies on the artifact trace: every job completes, and
 // min_total_duration has the shortest makespan (within 2 %). Measured:
-// min_total_duration 6,053.1 s mean JCT / 6,841.6 s makespan,
-// max_min_fairness 4,658.8 / 8,032.5 s, finish_time_fairness 4,705.6 /
-// 7,981.1 s, max_sum_throughput 4,678.2 / 8,524.3 s, normalised by cost
-// (v100 3.06, k80 0.9) 4,556.4 / 8,146.9 s. (finish_time_fairness minimises the worst projected ρ at each
-// reset, not a JCT statistic, so no ordering of mean JCTs is asserted.)
+// min_total_duration 5,889.2 s mean JCT / 6,350.6 s makespan,
+// max_min_fairness 5,406.5 / 7,293.0 s, finish_time_fairness 5,024.4 /
+// 7,319.3 s, max_sum_throughput 5,174.2 / 8,238.7 s, normalised by cost
+// (v100 3.06, k80 0.9) 5,120.6 / 8,146.7 s. (finish_time_fairness minimises
+// the worst projected ρ at each reset, not a JCT statistic, so no ordering of
+// mean JCTs is asserted.)
 func TestGavelPoliciesOnArtifact(t *testing.T) {
 	mean := map[string]float64{}
 	makespan := map[string]float64{}

@@ -128,10 +128,12 @@ type gjob struct {
 	prio, def []float64 // Gavel's _priorities, _deficits
 	alloc     []float64 // the allocation's time shares; nil = not in the allocation
 	order     int       // add order (Gavel's dict order)
+	total     float64   // steps: duration x reference throughput
+	run       float64   // steps of its finished micro-tasks (_total_steps_run)
 	// this round
 	w     int // worker type index, -1 = not scheduled
 	gpus  []sim.GPUID
-	steps float64
+	steps float64  // steps of this round's micro-task
 	end   sim.Time // planned end of its micro-task
 	final bool     // the micro-task runs the job to completion
 	prevW int
@@ -230,6 +232,10 @@ func (g *Gavel) Schedule(v *sim.View, p *sim.Plan) error {
 		}
 	}
 	now := v.Now()
+	// Scheduler.simulate checks, at the top of its loop and before this
+	// iteration's arrivals, whether the trace's queue is empty and the last
+	// round dispatched nothing (running_jobs is empty); then it forces a reset.
+	forceReset := g.added == len(g.byRef) && !g.inRound
 	if g.inRound {
 		next := g.roundEnd
 		for _, gj := range g.sched {
@@ -260,6 +266,9 @@ func (g *Gavel) Schedule(v *sim.View, p *sim.Plan) error {
 		g.endRound(now)
 	}
 	g.addArrivals(v, now)
+	if forceReset {
+		g.lastReset = 0
+	}
 	if len(g.active) == 0 {
 		g.inRound = false
 		return nil
@@ -275,8 +284,17 @@ func (g *Gavel) endRound(now sim.Time) {
 		exec := gj.end.Seconds() - start
 		gj.timeSoFar[gj.w] += exec
 		g.workerTime[gj.w] += exec
-		if gj.final || gj.j.State == sim.StateCompleted {
+		gj.run += gj.steps
+		switch gj.j.State {
+		case sim.StateCompleted, sim.StateKilled, sim.StateTimeout:
 			g.remove(gj)
+		case sim.StatePending:
+			// Stopped, so the engine's Done is current: if the job lost work
+			// the policy did not plan for (a failure, a kill), count from it.
+			t, _ := g.tt.Throughput(gj.j.Spec.Workload, int32(gj.sf), g.ref)
+			if rem := (gj.j.Spec.Duration - gj.j.Done).Seconds() * t; rem > g.remaining(gj)+1 {
+				gj.run = gj.total - rem
+			}
 		}
 	}
 	g.sched = g.sched[:0]
@@ -293,6 +311,7 @@ func (g *Gavel) remove(gj *gjob) {
 
 // addArrivals is add_job for every job that arrived by now.
 func (g *Gavel) addArrivals(v *sim.View, now sim.Time) {
+	first := len(g.active)
 	for g.added < len(g.byRef) {
 		j := v.Job(sim.JobRef(g.added))
 		if j.Spec.Submit > now {
@@ -301,8 +320,12 @@ func (g *Gavel) addArrivals(v *sim.View, now sim.Time) {
 		g.added++
 		nt := len(g.types)
 		gj := &gjob{j: j, sf: int(j.Spec.TotalGPUs()), tput: make([]float64, nt), timeSoFar: make([]float64, nt),
-			prio: make([]float64, nt), def: make([]float64, nt), order: g.seq, w: -1, prevW: -1}
-		g.seq++
+			prio: make([]float64, nt), def: make([]float64, nt), w: -1, prevW: -1}
+		ref, _ := g.tt.Throughput(j.Spec.Workload, j.Spec.TotalGPUs(), g.ref)
+		gj.total = (j.Spec.Duration - j.Done).Seconds() * ref
+		if r := math.Round(gj.total); math.Abs(gj.total-r) < 1e-6*max(1, r) {
+			gj.total = r // a Gavel trace's integer steps, through µs durations
+		}
 		for k, wt := range g.types {
 			gj.tput[k], _ = g.tt.Throughput(j.Spec.Workload, j.Spec.TotalGPUs(), wt.ti)
 			gj.timeSoFar[k] = g.round.Seconds() / 2
@@ -311,20 +334,75 @@ func (g *Gavel) addArrivals(v *sim.View, now sim.Time) {
 		g.active = append(g.active, gj)
 		g.needUpdate = true
 	}
-	if g.added == len(g.byRef) && len(g.sched) == 0 {
-		// Scheduler.simulate: no queued and no running jobs forces a reset
-		g.lastReset = 0
+	// Gavel numbers jobs in trace order (add_job); gpusim numbers them by
+	// (Submit, ID) with string IDs, which puts "t-10" before "t-2". Order the
+	// jobs added now by (Submit, ID in natural order) so that Gavel's dict
+	// order, and with it every tie-break, follows the trace's lines.
+	slices.SortStableFunc(g.active[first:], func(a, b *gjob) int {
+		if c := cmp.Compare(a.j.Spec.Submit, b.j.Spec.Submit); c != 0 {
+			return c
+		}
+		return naturalCompare(string(a.j.Spec.ID), string(b.j.Spec.ID))
+	})
+	for _, gj := range g.active[first:] {
+		gj.order = g.seq
+		g.seq++
 	}
 }
 
-// remaining returns the job's remaining steps (from the engine's work done).
+// naturalCompare compares two strings with their runs of digits compared as
+// numbers ("t-2" < "t-10") and everything else byte by byte.
+func naturalCompare(a, b string) int {
+	isDigit := func(c byte) bool { return '0' <= c && c <= '9' }
+	for a != "" && b != "" {
+		if isDigit(a[0]) && isDigit(b[0]) {
+			i, k := 0, 0
+			for i < len(a) && isDigit(a[i]) {
+				i++
+			}
+			for k < len(b) && isDigit(b[k]) {
+				k++
+			}
+			na, nb := strings.TrimLeft(a[:i], "0"), strings.TrimLeft(b[:k], "0")
+			if c := cmp.Compare(len(na), len(nb)); c != 0 {
+				return c
+			}
+			if c := strings.Compare(na, nb); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(i, k); c != 0 { // "007" after "7"
+				return c
+			}
+			a, b = a[i:], b[k:]
+			continue
+		}
+		if a[0] != b[0] {
+			return cmp.Compare(a[0], b[0])
+		}
+		a, b = a[1:], b[1:]
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// remaining returns the job's remaining steps: its total (duration x the
+// reference throughput) less the steps of its finished micro-tasks, counted by
+// the policy as Gavel's _total_steps_run is (_get_remaining_steps). The
+// engine's Done is not used: it is only brought up to date when a run stops,
+// and a job whose lease is extended keeps running.
 func (g *Gavel) remaining(gj *gjob) float64 {
-	t, _ := g.tt.Throughput(gj.j.Spec.Workload, int32(gj.sf), g.ref)
-	return (gj.j.Spec.Duration - gj.j.Done).Seconds() * t
+	return gj.total - gj.run
 }
 
 func (g *Gavel) startRound(v *sim.View, p *sim.Plan, now sim.Time) error {
 	g.Rounds++
+	// Jobs the engine ended while they waited (a walltime limit) leave.
+	for i := 0; i < len(g.active); {
+		if st := g.active[i].j.State; st == sim.StateKilled || st == sim.StateTimeout || st == sim.StateCompleted {
+			g.remove(g.active[i])
+			continue
+		}
+		i++
+	}
 	if err := g.updatePriorities(now); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package gavel
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -451,28 +452,100 @@ func maxSumThroughput(tput [][]float64, sf, workers, cost []float64) ([][]float6
 }
 
 // maxMin maximises t subject to Σ_w tput[j][w] sf_j x[j][w] / norm_j >= t for
-// every job and the base constraints.
+// every job and the base constraints, and returns x (j-major).
+//
+// Jobs with identical rows (throughputs, scale factor and norm) are solved as
+// one job type (see jobClasses): the problem is symmetric in such jobs, so
+// giving each of them the same share loses nothing (the average of an optimal
+// x over the permutations of identical jobs is feasible and has the same t),
+// and the LP shrinks from one row per job to one per job type (Gavel's
+// simulations draw jobs from 26 job types). Without duplicates the LP is the
+// per-job one, row for row.
 func maxMin(tput [][]float64, sf, workers, norm []float64) ([]float64, error) {
 	nj, nw := len(sf), len(workers)
-	b := newLP(sf, workers, 1)
-	for j := range sf {
-		r := b.row()
-		for w := 0; w < nw; w++ {
-			r[j*nw+w] = tput[j][w] * sf[j] / norm[j]
-		}
-		r[nj*nw] = -1 // ... - t >= 0
-		b.add(r, -1, 0)
+	class, rep, count := jobClasses(tput, sf, norm)
+	ct := make([][]float64, len(rep))
+	csf := make([]float64, len(rep))
+	cnorm := make([]float64, len(rep))
+	for c, j := range rep {
+		ct[c], csf[c], cnorm[c] = tput[j], sf[j], norm[j]
 	}
-	c := make([]float64, nj*nw+1)
-	c[nj*nw] = -1 // maximise t
-	x, ok, err := b.solve(c)
+	y, _, err := maxMinLP(ct, csf, workers, cnorm, count)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, errors.New("infeasible")
+	x := make([]float64, nj*nw)
+	for j, c := range class {
+		copy(x[j*nw:(j+1)*nw], y[c*nw:(c+1)*nw])
 	}
-	return x[:nj*nw], nil
+	return x, nil
+}
+
+// maxMinLP is maxMin over job types: count[c] jobs of type c, each with
+// throughputs tput[c], scale factor sf[c] and norm norm[c], all given the
+// same shares y[c][w]. The per-type capacity rows weigh each type by its
+// count. It returns y (type-major) and the optimal t.
+func maxMinLP(tput [][]float64, sf, workers, norm []float64, count []int) ([]float64, float64, error) {
+	nc, nw := len(sf), len(workers)
+	csf := make([]float64, nc)
+	for c := range csf {
+		csf[c] = sf[c] * float64(count[c])
+	}
+	b := newLP(csf, workers, 1)
+	for c := range sf {
+		r := b.row()
+		for w := 0; w < nw; w++ {
+			r[c*nw+w] = tput[c][w] * sf[c] / norm[c]
+		}
+		r[nc*nw] = -1 // ... - t >= 0
+		b.add(r, -1, 0)
+	}
+	cost := make([]float64, nc*nw+1)
+	cost[nc*nw] = -1 // maximise t
+	y, ok, err := b.solve(cost)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !ok {
+		return nil, 0, errors.New("infeasible")
+	}
+	return y[:nc*nw], y[nc*nw], nil
+}
+
+// jobClasses groups the jobs whose throughput row, scale factor and norm are
+// bit-for-bit equal: class[j] is job j's class, numbered by first appearance;
+// rep[c] the first job of class c and count[c] its size.
+func jobClasses(tput [][]float64, sf, norm []float64) (class, rep, count []int) {
+	class = make([]int, len(sf))
+	ids := map[string]int{}
+	key := make([]byte, 0, 8*(len(workersOf(tput))+2))
+	for j := range sf {
+		key = key[:0]
+		for _, v := range tput[j] {
+			key = binary.LittleEndian.AppendUint64(key, math.Float64bits(v))
+		}
+		key = binary.LittleEndian.AppendUint64(key, math.Float64bits(sf[j]))
+		key = binary.LittleEndian.AppendUint64(key, math.Float64bits(norm[j]))
+		c, ok := ids[string(key)]
+		if !ok {
+			c = len(rep)
+			ids[string(key)] = c
+			rep = append(rep, j)
+			count = append(count, 0)
+		}
+		class[j] = c
+		count[c]++
+	}
+	return class, rep, count
+}
+
+// workersOf returns the first throughput row (its length is the number of
+// worker types), or nil without jobs.
+func workersOf(tput [][]float64) []float64 {
+	if len(tput) == 0 {
+		return nil
+	}
+	return tput[0]
 }
 
 // center moves a feasible allocation of the constraints G x <= h (x >= 0

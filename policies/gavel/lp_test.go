@@ -2,6 +2,7 @@ package gavel
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -143,6 +144,64 @@ func TestMaxSumThroughputByHand(t *testing.T) {
 		}
 		if math.Abs(got-c.want) > 1e-9 || x[0][0] < 1-1e-9 || x[1][1] < 1-1e-9 {
 			t.Errorf("costs %v: allocation %v, objective %v; want a on F, b on S, %v", c.cost, x, got, c.want)
+		}
+	}
+}
+
+// Max-min over job types gives the per-job LP's optimum. Random instances of
+// up to 40 jobs drawn from 5 job types (so most jobs have twins), on 3 GPU
+// types: the optimal t of the per-job LP (maxMinLP with every count 1, the
+// formulation without aggregation) equals that of the aggregated LP to 1e-9,
+// and the expanded allocation fits the cluster and gives every job at least t.
+func TestMaxMinAggregationKeepsOptimum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 14))
+	for trial := range 30 {
+		nt := 1 + rng.IntN(5)
+		types := make([][]float64, nt)
+		tsf := make([]float64, nt)
+		for k := range types {
+			types[k] = []float64{0.5 + 3*rng.Float64(), 0.5 + 2*rng.Float64(), 0.2 * rng.Float64()}
+			tsf[k] = float64(int(1) << rng.IntN(3))
+		}
+		nj := 1 + rng.IntN(40)
+		tput := make([][]float64, nj)
+		sf := make([]float64, nj)
+		norm := make([]float64, nj)
+		ones := make([]int, nj)
+		for j := range tput {
+			k := rng.IntN(nt)
+			tput[j], sf[j], norm[j], ones[j] = types[k], tsf[k], 1+float64(k), 1
+		}
+		workers := []float64{float64(1 + rng.IntN(8)), float64(rng.IntN(8)), float64(1 + rng.IntN(8))}
+		_, tFull, err := maxMinLP(tput, sf, workers, norm, ones)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := maxMin(tput, sf, workers, norm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tAgg := math.Inf(1)
+		used := make([]float64, len(workers))
+		for j := range tput {
+			var rate, share float64
+			for w := range workers {
+				rate += tput[j][w] * sf[j] * x[j*3+w] / norm[j]
+				share += x[j*3+w]
+				used[w] += sf[j] * x[j*3+w]
+			}
+			tAgg = min(tAgg, rate)
+			if share > 1+1e-9 {
+				t.Errorf("trial %d: job %d has time shares summing to %v", trial, j, share)
+			}
+		}
+		for w := range workers {
+			if used[w] > workers[w]+1e-9 {
+				t.Errorf("trial %d: type %d uses %v of %v GPUs", trial, w, used[w], workers[w])
+			}
+		}
+		if math.Abs(tAgg-tFull) > 1e-9*max(1, tFull) {
+			t.Errorf("trial %d (%d jobs of %d types): aggregated min %v, per-job LP optimum %v", trial, nj, nt, tAgg, tFull)
 		}
 	}
 }

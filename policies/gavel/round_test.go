@@ -56,3 +56,110 @@ func TestRoundsByHand(t *testing.T) {
 		t.Errorf("%d rounds, want 4", g.Rounds)
 	}
 }
+
+// A job whose lease is extended keeps running, so the engine has not brought its
+// Done up to date; the policy counts its steps itself (Gavel's
+// _total_steps_run). One V100; A has 500 steps at 1 step/s from t = 0, B 100
+// steps from t = 400.
+//
+//	round 1 (0-360):   A alone, 360 steps.
+//	round 2 (360-500): A keeps its GPU (lease extended) and runs its last 140
+//	                   steps: the round ends when A does, at 500.
+//	round 3 (500-600): B, which arrived mid-round, runs its 100 steps.
+//
+// Counting A's remaining work from the engine's stale Done (500 steps) would
+// plan a full 360-s micro-task, hold the round to 720 and end B at 820.
+func TestExtendedLeaseCountsSteps(t *testing.T) {
+	tt, err := workloads.GavelThroughputTable("hand.json", strings.NewReader(`{"v100": {"('A', 1)": {"null": 1.0}, "('B', 1)": {"null": 1.0}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sim.NewCluster([]sim.NodeSpec{{Name: "v0", GPUModel: "V100", GPUs: 1, CPUMilli: 1000, MemoryMiB: 1024, NVLinkDomain: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []sim.JobSpec{
+		{ID: "A", Workload: "A", Replicas: 1, GPUsPerReplica: 1, GPUMilli: sim.WholeGPU, Duration: 500 * sim.Second, Class: sim.ClassTraining},
+		{ID: "B", Workload: "B", Replicas: 1, GPUsPerReplica: 1, GPUMilli: sim.WholeGPU, Duration: 100 * sim.Second, Class: sim.ClassTraining,
+			Submit: sim.Time(400 * sim.Second)},
+	}
+	g, err := New(Params{}, tt, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: g,
+		Speed: &workloads.ThroughputSpeed{Table: tt, Reference: 0}, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := &res.Jobs[0], &res.Jobs[1]
+	if a.End.Seconds() != 500 || b.End.Seconds() != 600 {
+		t.Errorf("A ends at %v, B at %v; want 500 and 600", a.End.Seconds(), b.End.Seconds())
+	}
+	if a.Preempted != 0 {
+		t.Errorf("A preempted %d times; its lease should be extended", a.Preempted)
+	}
+	if g.Rounds != 3 {
+		t.Errorf("%d rounds, want 3", g.Rounds)
+	}
+}
+
+// Jobs that arrive together are added in natural ID order ("t-2" before
+// "t-10"), Gavel's trace order.
+func TestNaturalCompare(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{
+		{"t-2", "t-10", -1}, {"t-10", "t-2", 1}, {"t-10", "t-10", 0}, {"a", "b", -1},
+		{"t-7", "t-007", -1}, {"x9y", "x10", -1}, {"t-1a", "t-1", 1}, {"", "a", -1},
+	} {
+		if got := naturalCompare(c.a, c.b); got != c.want {
+			t.Errorf("naturalCompare(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+// A job the engine stops for good (its walltime, EnforceWalltime) leaves the
+// policy at the round's end instead of being started again. One V100; A (500
+// steps, walltime 300 s) and B (300 steps) at t = 0. Round 1: A runs and times
+// out at 300 s; the round ends at A's planned end, 360 s. Round 2: B runs its
+// 300 steps and ends at 660 s.
+func TestTimedOutJobLeaves(t *testing.T) {
+	tt, err := workloads.GavelThroughputTable("hand.json", strings.NewReader(`{"v100": {"('A', 1)": {"null": 1.0}, "('B', 1)": {"null": 1.0}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sim.NewCluster([]sim.NodeSpec{{Name: "v0", GPUModel: "V100", GPUs: 1, CPUMilli: 1000, MemoryMiB: 1024, NVLinkDomain: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []sim.JobSpec{
+		{ID: "A", Workload: "A", Replicas: 1, GPUsPerReplica: 1, GPUMilli: sim.WholeGPU, Duration: 500 * sim.Second, Walltime: 300 * sim.Second, Class: sim.ClassTraining},
+		{ID: "B", Workload: "B", Replicas: 1, GPUsPerReplica: 1, GPUMilli: sim.WholeGPU, Duration: 300 * sim.Second, Class: sim.ClassTraining},
+	}
+	g, err := New(Params{}, tt, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: g, EnforceWalltime: true,
+		Speed: &workloads.ThroughputSpeed{Table: tt, Reference: 0}, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := &res.Jobs[0], &res.Jobs[1]
+	if a.State != sim.StateTimeout || a.End.Seconds() != 300 {
+		t.Errorf("A: %s at %v s, want timeout at 300", a.State, a.End.Seconds())
+	}
+	if b.State != sim.StateCompleted || b.End.Seconds() != 660 {
+		t.Errorf("B: %s at %v s, want completed at 660", b.State, b.End.Seconds())
+	}
+}
