@@ -1,0 +1,76 @@
+package pollux_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/gpusim/gpusim/policies/pollux"
+	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
+	"github.com/gpusim/gpusim/traces"
+)
+
+// engineOptimusMeanJCT runs the engine's Optimus on workload w of a load (the
+// artifact's cluster: 16 nodes × 4 GPUs, 60 s rounds, 30 s restarts) and
+// returns the mean JCT in seconds.
+func engineOptimusMeanJCT(tb testing.TB, load string, w int) float64 {
+	tb.Helper()
+	dir := "workloads"
+	if load == "0.5" {
+		dir = "workloads-0.5"
+	}
+	jobs, _, err := traces.ReadJobs(traces.FormatPolluxElastic, fmt.Sprintf("../../workloads/pollux/data/%s/workload-%d.csv", dir, w))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pol, err := pollux.NewEngineOptimus(pollux.EngineParams{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	delay := 30 * sim.Second
+	e, err := sim.NewEngine(sim.Config{Cluster: simtest.Cluster(tb, simtest.Nodes(16, 4)), Jobs: jobs, Policy: pol,
+		CheckpointRestore: delay, RescaleDelay: &delay, NoLog: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res, err := e.Run(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var sum float64
+	for i := range res.Jobs {
+		j := &res.Jobs[i]
+		if j.State != sim.StateCompleted {
+			tb.Fatalf("job %s: %s", j, j.State)
+		}
+		sum += (j.End - sim.Time(j.Spec.Submit)).Seconds()
+	}
+	return sum / float64(len(res.Jobs))
+}
+
+// TestEngineOptimusFidelity: the engine's Optimus on elastic gangs (format
+// pollux-elastic) against the standalone reproduction and the published
+// means, per workload of load 1.0 (docs/elastic.md has the table).
+func TestEngineOptimusFidelity(t *testing.T) {
+	ws := []int{1, 2, 3, 4, 5, 6, 7, 8}
+	if testing.Short() {
+		ws = []int{6}
+	}
+	for _, w := range ws {
+		jobs, err := pollux.ArtifactWorkload("1.0", w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		std, err := pollux.Simulate(jobs, "optimus", pollux.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := engineOptimusMeanJCT(t, "1.0", w)
+		pub := pollux.Published[[2]string{"optimus", "1.0"}][w-1]
+		t.Logf("workload-%d: engine %.1f s, standalone %.1f s (%+.1f %%), published %.1f s (%+.1f %%)", w, got, std.MeanJCT(), 100*(got/std.MeanJCT()-1), pub, 100*(got/pub-1))
+		if d := got/pub - 1; d > 0.10 || d < -0.10 {
+			t.Errorf("workload-%d: engine Optimus mean JCT %.1f s, published %.1f s (%+.1f %%)", w, got, pub, 100*d)
+		}
+	}
+}
