@@ -141,6 +141,7 @@ func (s *Scenario) validate() sim.FieldErrors {
 	}
 	fe = append(fe, s.validateFailures()...)
 	fe = append(fe, s.validateStorage()...)
+	fe = append(fe, s.validateElastic()...)
 	for _, b := range s.validateExperiment() {
 		i := strings.IndexByte(b, '|')
 		fe.Add(b[:i], "%s", b[i+1:])

@@ -1,0 +1,55 @@
+package scenarios
+
+import (
+	"context"
+	"testing"
+)
+
+const elasticScenario = `apiVersion: gpusim/v1alpha1
+kind: Scenario
+name: t
+simulation: {rescaleDelay: 20s}
+cluster:
+  pools:
+    - {name: a, template: dgx-h100, nodes: 2}
+workload:
+  synthetic:
+    jobs: 60
+    load: 0.8
+    classes:
+      - class: training
+        weight: 1
+        gpus: {values: [1, 2, 4]}
+        duration: {medianS: 600}
+        elastic: {minReplicas: 1, maxReplicas: 4}
+policies:
+  - name: fifo
+`
+
+// A synthetic elastic class runs (rigid policies start every job at its
+// preferred size, so no resize), writes its elastic record, and is refused
+// with a model elastic gangs do not support, at the elastic block's line.
+func TestScenarioElastic(t *testing.T) {
+	sc, err := Parse([]byte(elasticScenario), "s.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := sc.Config().RescaleDelay; d == nil || d.Seconds() != 20 {
+		t.Fatalf("rescale delay %v", d)
+	}
+	runs, err := Run(context.Background(), sc, RunOptions{NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := runs[0].Result
+	if res.Elastic == nil || runs[0].Summary.Jobs.Completed != 60 {
+		t.Fatalf("elastic record %v, completed %d", res.Elastic != nil, runs[0].Summary.Jobs.Completed)
+	}
+	for i, n := range res.Elastic.Resizes {
+		if n != 0 || res.Jobs[i].Spec.Elastic == nil {
+			t.Fatalf("job %d: %d resizes under fifo", i, n)
+		}
+	}
+	mustErr(t, elasticScenario+"power: {}\n", nil, "s.yaml:17: workload.synthetic.classes[0].elastic: elastic jobs are not supported together with power")
+	mustErr(t, elasticScenario, []string{"simulation.rescaleDelay=-1s"}, "simulation.rescaleDelay")
+}
