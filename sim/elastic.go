@@ -186,7 +186,9 @@ func (e *Engine) elasticResult() *ElasticStats { return e.elastic }
 // Resize asks the engine to resize running elastic job Job to Replicas
 // replicas. Growing, Nodes and GPUs place the added replicas (as in Start,
 // for replicas len(Job.Nodes).. in order); shrinking, they are empty and the
-// last replicas are released.
+// last replicas are released. Either way, Nodes and GPUs may instead place
+// all Replicas replicas anew (len(Nodes) == Replicas): the job's current
+// GPUs are released first, so the new placement may reuse them.
 type Resize struct {
 	Job      JobRef
 	Replicas int32
@@ -241,10 +243,16 @@ func (e *Engine) applyResize(rz *Resize) error {
 	}
 	g := int(sp.GPUsPerReplica)
 	add := max(0, int(n-cur))
-	if len(rz.Nodes) != add || len(rz.GPUs) != add*g {
-		return fmt.Errorf("resize from %d to %d replicas needs %d nodes and %d GPUs for the added replicas, got %d and %d", cur, n, add, add*g, len(rz.Nodes), len(rz.GPUs))
+	whole := len(rz.Nodes) == int(n)
+	if whole && len(rz.GPUs) != int(n)*g || !whole && (len(rz.Nodes) != add || len(rz.GPUs) != add*g) {
+		return fmt.Errorf("resize from %d to %d replicas needs %d nodes and %d GPUs for the added replicas (or %d and %d for a whole new placement), got %d and %d", cur, n, add, add*g, n, int(n)*g, len(rz.Nodes), len(rz.GPUs))
 	}
 	c := e.cluster
+	if whole {
+		for r := range j.Nodes {
+			e.chargeReplica(j.Nodes[r], ReplicaSlice(j.GPUs, r, g), WholeGPU, sp.CPUMilli, sp.MemoryMiB, -1)
+		}
+	}
 	for r, nd := range rz.Nodes {
 		if nd < 0 || int(nd) >= c.NumNodes() {
 			return fmt.Errorf("added replica %d: unknown node %d", r, nd)
@@ -278,12 +286,15 @@ func (e *Engine) applyResize(rz *Resize) error {
 	j.Wasted += max(0, el-Duration(float64(done-j.runDone)/j.speed))
 	j.Done = done
 	j.usedWall += el
-	if n < cur {
+	switch {
+	case whole:
+		j.Nodes, j.GPUs = e.carveNodes(rz.Nodes), e.carveGPUs(rz.GPUs)
+	case n < cur:
 		for r := int(n); r < int(cur); r++ {
 			e.chargeReplica(j.Nodes[r], ReplicaSlice(j.GPUs, r, g), WholeGPU, sp.CPUMilli, sp.MemoryMiB, -1)
 		}
 		j.Nodes, j.GPUs = j.Nodes[:n:n], j.GPUs[:int(n)*g:int(n)*g]
-	} else {
+	default:
 		nodes := e.carveNodes(append(j.Nodes, rz.Nodes...))
 		gpus := e.carveGPUs(append(j.GPUs, rz.GPUs...))
 		j.Nodes, j.GPUs = nodes, gpus

@@ -36,17 +36,27 @@ func freeGPUs(c *sim.Cluster, k int) (nodes []sim.NodeID, gpus []sim.GPUID) {
 func (r *randomElastic) Schedule(v *sim.View, p *sim.Plan) error {
 	now := v.Now()
 	c := v.Cluster()
+	used := 0
 	for _, j := range v.Running() {
 		if n := int32(len(j.Nodes)); !j.Spec.Elastic.Valid(n) || len(j.GPUs) != int(n) {
 			r.t.Fatalf("t=%s job %s runs on %d replicas, %d GPUs (sizes %d..%d step %d)", now, j, n, len(j.GPUs), j.Spec.Elastic.Min, j.Spec.Elastic.Max, j.Spec.Elastic.Step)
 		}
+		for i, g := range j.GPUs {
+			if c.GPUUsed(g) != sim.WholeGPU || c.GPUNode(g) != j.Nodes[i] {
+				r.t.Fatalf("t=%s job %s: GPU %d (replica %d on node %d) not allocated there", now, j, g, i, j.Nodes[i])
+			}
+		}
+		used += len(j.GPUs)
+	}
+	if int64(used) != c.NumGPUs()-c.FreeGPUs() {
+		r.t.Fatalf("t=%s: running jobs hold %d GPUs, the cluster has %d allocated", now, used, c.NumGPUs()-c.FreeGPUs())
 	}
 	for _, j := range append([]*sim.Job(nil), v.Running()...) {
 		if !j.Resizable(now) {
 			continue
 		}
 		el := j.Spec.Elastic
-		switch rapid.IntRange(0, 5).Draw(r.t, "act") {
+		switch rapid.IntRange(0, 6).Draw(r.t, "act") {
 		case 0: // lease end
 			if r.preempt[j.Ref] < 2 {
 				r.preempt[j.Ref]++
@@ -65,6 +75,20 @@ func (r *randomElastic) Schedule(v *sim.View, p *sim.Plan) error {
 			var gpus []sim.GPUID
 			if n > cur {
 				nodes, gpus = freeGPUs(c, int(n-cur))
+			}
+			if err := p.AddResize(j.Ref, n, nodes, gpus); err != nil {
+				return err
+			}
+		case 3: // a whole new placement: free GPUs first, then its own
+			cur := int32(len(j.Nodes))
+			k := rapid.Int32Range(0, (el.Max-el.Min)/el.Step).Draw(r.t, "size")
+			n := el.Min + k*el.Step
+			if n == cur || int64(n) > c.FreeGPUs()+int64(cur) {
+				continue
+			}
+			nodes, gpus := freeGPUs(c, int(n))
+			for i := 0; len(gpus) < int(n); i++ {
+				nodes, gpus = append(nodes, j.Nodes[i]), append(gpus, j.GPUs[i])
 			}
 			if err := p.AddResize(j.Ref, n, nodes, gpus); err != nil {
 				return err
@@ -93,7 +117,7 @@ func (r *randomElastic) Schedule(v *sim.View, p *sim.Plan) error {
 }
 
 // TestElasticProperties: for random elastic jobs under random starts, resizes
-// and lease ends, every job completes, resizes happen only at safe points
+// (in place or to a whole new placement) and lease ends, every job completes, resizes happen only at safe points
 // (never within the start-up restore or the previous rescale delay), every
 // running size is one of the job's sizes, and work is conserved: the
 // productive wall time of each stretch times its rate sums to the job's work.

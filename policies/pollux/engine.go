@@ -52,7 +52,12 @@ func NewEngineOptimus(p EngineParams) (*rounds.Driver, error) {
 	if len(errs) > 0 {
 		return nil, &policies.ConfigError{Err: errors.Join(errs...)}
 	}
-	return rounds.New("optimus", round, &engineOptimus{perNode: p.PerNode})
+	d, err := rounds.New("optimus", round, &engineOptimus{perNode: p.PerNode})
+	if err != nil {
+		return nil, err
+	}
+	d.Repack = true // optimus.py places every job whose count changes anew
+	return d, nil
 }
 
 // engineOptimus is OptimusPolicy.optimize's GPU counts as a rounds.Allocator.

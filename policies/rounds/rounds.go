@@ -39,6 +39,12 @@ type Driver struct {
 	name  string
 	round sim.Duration
 	alloc Allocator
+	// Repack places every job whose count changes anew (a whole-placement
+	// resize: its GPUs are released and it takes replicas from the most-free
+	// nodes like a starting job), as the artifact's Tiresias and Optimus do;
+	// false keeps a resized job's replicas (shrinking drops the last ones,
+	// growing adds replicas).
+	Repack bool
 
 	next   sim.Time
 	active []*sim.Job
@@ -116,29 +122,48 @@ func (d *Driver) Schedule(v *sim.View, p *sim.Plan) error {
 			}
 			continue
 		}
-		if j.Resizable(now) {
+		if j.Resizable(now) && !d.Repack {
 			if err := p.AddResize(j.Ref, w, nil, nil); err != nil {
 				return err
 			}
 		}
 	}
-	// Starts and grows in ascending target count (stable: JobRef order).
+	// Shrinks (repacking) then starts and grows, each in ascending target
+	// count (stable: JobRef order). A repacked job may reuse its own GPUs, so
+	// every shrink fits, and then every grow of 1-GPU replicas.
 	d.order = d.order[:0]
 	for i, j := range d.active {
 		w := d.want[i]
-		if w > 0 && (j.State == sim.StatePending || j.State == sim.StateRunning && w > int32(len(j.Nodes)) && j.Resizable(now)) {
+		if w > 0 && (j.State == sim.StatePending || j.State == sim.StateRunning && w != int32(len(j.Nodes)) && j.Resizable(now) && (d.Repack || w > int32(len(j.Nodes)))) {
 			d.order = append(d.order, i)
 		}
 	}
-	slices.SortStableFunc(d.order, func(a, b int) int { return int(d.want[a] - d.want[b]) })
+	grows := func(i int) bool {
+		j := d.active[i]
+		return j.State != sim.StateRunning || d.want[i] > int32(len(j.Nodes))
+	}
+	slices.SortStableFunc(d.order, func(a, b int) int {
+		if ga, gb := grows(a), grows(b); ga != gb {
+			if gb {
+				return -1
+			}
+			return 1
+		}
+		return int(d.want[a] - d.want[b])
+	})
 	c := v.Cluster()
 	for _, i := range d.order {
 		j := d.active[i]
 		add := d.want[i]
+		var own []sim.GPUID
 		if j.State == sim.StateRunning {
-			add -= int32(len(j.Nodes))
+			if d.Repack {
+				own = j.GPUs
+			} else {
+				add -= int32(len(j.Nodes))
+			}
 		}
-		if !d.place(c, &j.Spec, add) {
+		if !d.place(c, &j.Spec, add, own) {
 			continue // does not fit this round: keeps its allocation
 		}
 		var err error
@@ -157,8 +182,9 @@ func (d *Driver) Schedule(v *sim.View, p *sim.Plan) error {
 // place fills d.nodes and d.gpus with k replicas of s: repeatedly, as many
 // replicas as fit on the node with the most free GPUs (lowest index on ties)
 // among the nodes of an allowed model with room for a replica's CPU and
-// memory. It reports false when they do not fit.
-func (d *Driver) place(c *sim.Cluster, s *sim.JobSpec, k int32) bool {
+// memory. GPUs in own (the job's current ones, for a whole-placement resize)
+// count as free. It reports false when they do not fit.
+func (d *Driver) place(c *sim.Cluster, s *sim.JobSpec, k int32, own []sim.GPUID) bool {
 	g := s.GPUsPerReplica
 	d.nodes, d.gpus = d.nodes[:0], d.gpus[:0]
 	d.free = slices.Grow(d.free[:0], c.NumNodes())[:c.NumNodes()]
@@ -168,6 +194,9 @@ func (d *Driver) place(c *sim.Cluster, s *sim.JobSpec, k int32) bool {
 		if s.AllowsModel(c.Node(id).GPUModel) {
 			d.free[n] = c.NodeFreeGPUs(id)
 		}
+	}
+	for _, gpu := range own {
+		d.free[c.GPUNode(gpu)]++
 	}
 	for k > 0 {
 		best := -1
@@ -195,7 +224,7 @@ func (d *Driver) place(c *sim.Cluster, s *sim.JobSpec, k int32) bool {
 		first, end := c.NodeGPUs(id)
 		got := int32(0)
 		for gpu := first; gpu < end && got < take*g; gpu++ {
-			if c.GPUUsed(gpu) == 0 {
+			if c.GPUUsed(gpu) == 0 || slices.Contains(own, gpu) {
 				d.gpus = append(d.gpus, gpu)
 				got++
 			}
