@@ -9,6 +9,7 @@ import (
 	"github.com/gpusim/gpusim/sim"
 	"github.com/gpusim/gpusim/sim/simtest"
 	"github.com/gpusim/gpusim/traces"
+	pm "github.com/gpusim/gpusim/workloads/pollux"
 )
 
 // engineOptimusMeanJCT runs the engine's Optimus on workload w of a load (the
@@ -88,5 +89,39 @@ func BenchmarkEngineOptimus(b *testing.B) {
 			r += engineOptimusMeanJCT(b, "1.0", w) / pollux.Published[[2]string{"optimus", "1.0"}][w-1] / 8
 		}
 		b.ReportMetric(r, "optimus/published")
+	}
+}
+
+// TestEngineOptimusFirstRound: the hand-worked marginal-gain allocation of
+// TestOptimusMarginalGainByHand (bert batch 12 and bert batch 24 on 4 GPUs →
+// 2 and 2) is what the engine policy starts at its first round (t = 60 s),
+// on elastic gangs read through pollux.ElasticModel.
+func TestEngineOptimusFirstRound(t *testing.T) {
+	var jobs []sim.JobSpec
+	for _, c := range []struct {
+		id    string
+		batch int
+	}{{"a", 12}, {"b", 24}} {
+		m, err := pm.NewElasticModel(pm.Job{Name: c.id, App: "bert", Replicas: 1, BatchSize: c.batch}, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, sim.JobSpec{ID: sim.JobID(c.id), Replicas: 1, GPUsPerReplica: 1, GPUMilli: sim.WholeGPU, Duration: m.Duration(),
+			Elastic: &sim.ElasticSpec{Min: 1, Max: int32(pollux.OptimusMaxReplicas(m.App, c.batch)), Step: 1, Rate: m}})
+	}
+	pol, err := pollux.NewEngineOptimus(pollux.EngineParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	delay := 30 * sim.Second
+	res := simtest.RunConfig(t, sim.Config{Cluster: simtest.Cluster(t, simtest.Nodes(1, 4)), Jobs: jobs, Policy: pol, RescaleDelay: &delay, CheckpointRestore: delay})
+	for i := range res.Jobs {
+		segs := res.Elastic.Segs[i]
+		if len(segs) == 0 || segs[0].At != sim.Time(60*sim.Second) || segs[0].Replicas != 2 {
+			t.Errorf("job %s: first segment %v, want 2 replicas from 60s", res.Jobs[i].Spec.ID, segs)
+		}
+		if res.Jobs[i].State != sim.StateCompleted {
+			t.Errorf("job %s: %s", res.Jobs[i].Spec.ID, res.Jobs[i].State)
+		}
 	}
 }
