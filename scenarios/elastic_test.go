@@ -53,3 +53,24 @@ func TestScenarioElastic(t *testing.T) {
 	mustErr(t, elasticScenario+"power: {}\n", nil, "s.yaml:17: workload.synthetic.classes[0].elastic: elastic jobs are not supported together with power")
 	mustErr(t, elasticScenario, []string{"simulation.rescaleDelay=-1s"}, "simulation.rescaleDelay")
 }
+
+// optimus resizes a synthetic elastic class's jobs (its generic rule:
+// remaining work over linear rate) and finishes every job.
+func TestScenarioElasticOptimus(t *testing.T) {
+	sc, err := Parse([]byte(elasticScenario+"  - name: optimus\n"), "s.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := Run(context.Background(), sc, RunOptions{NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runs[1]
+	resizes := int32(0)
+	for _, n := range r.Result.Elastic.Resizes {
+		resizes += n
+	}
+	if r.Summary.Jobs.Completed != 60 || resizes == 0 {
+		t.Fatalf("optimus: %d completed, %d resizes", r.Summary.Jobs.Completed, resizes)
+	}
+}

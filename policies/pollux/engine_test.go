@@ -125,3 +125,42 @@ func TestEngineOptimusFirstRound(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineOptimusGeneric: Optimus's rule on elastic jobs without a Pollux
+// model, worked by hand. Jobs a (100 s of work at its preferred 1 replica)
+// and b (400 s), linear rate, sizes 1..4, 4 GPUs, first round at 60 s (no
+// work done yet). One replica each, 2 GPUs left. Remaining time on k
+// replicas is work/k:
+//
+//	a 1→2: 100 − 50 = 50    b 1→2: 400 − 200 = 200  → b gets the third GPU
+//	a 1→2: 50               b 2→3: 200 − 133.3 = 66.7 → b gets the fourth
+//
+// so a runs on 1 replica and b on 3.
+func TestEngineOptimusGeneric(t *testing.T) {
+	job := func(id string, dur float64) sim.JobSpec {
+		s := simtest.MakeJob(id).GPUs(1).Replicas(1).Dur(dur).Obj()
+		s.Elastic = &sim.ElasticSpec{Min: 1, Max: 4, Step: 1}
+		return s
+	}
+	pol, err := pollux.NewEngineOptimus(pollux.EngineParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	delay := 10 * sim.Second
+	res := simtest.RunConfig(t, sim.Config{Cluster: simtest.Cluster(t, simtest.Nodes(1, 4)), Jobs: []sim.JobSpec{job("a", 100), job("b", 400)},
+		Policy: pol, RescaleDelay: &delay, Oracle: true})
+	for i, want := range []int32{1, 3} {
+		segs := res.Elastic.Segs[i]
+		if len(segs) == 0 || segs[0].At != sim.Time(60*sim.Second) || segs[0].Replicas != want {
+			t.Errorf("job %s: first segment %v, want %d replicas from 60s", res.Jobs[i].Spec.ID, segs, want)
+		}
+	}
+	// a ends at 160 s; at the round of 180 s b (400 − 3·120 = 40 s of work
+	// left at rate 3) grows to 4: 40/3 − 40/4 > 0.
+	if a := &res.Jobs[0]; a.End != sim.Time(160*sim.Second) {
+		t.Errorf("a ends at %s, want 160s", a.End)
+	}
+	if segs := res.Elastic.Segs[1]; len(segs) < 2 || segs[1].At != sim.Time(180*sim.Second) || segs[1].Replicas != 4 {
+		t.Errorf("b's segments %v, want 4 replicas from 180s", segs)
+	}
+}
