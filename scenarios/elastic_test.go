@@ -2,6 +2,8 @@ package scenarios
 
 import (
 	"context"
+	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -72,5 +74,38 @@ func TestScenarioElasticOptimus(t *testing.T) {
 	}
 	if r.Summary.Jobs.Completed != 60 || resizes == 0 {
 		t.Fatalf("optimus: %d completed, %d resizes", r.Summary.Jobs.Completed, resizes)
+	}
+}
+
+// Elastic runs are deterministic: the synthetic elastic scenario under
+// optimus and fifo, and the pollux-elastic example, give byte-identical
+// outputs (elastic.csv included) with both policies at once and under
+// GOMAXPROCS=1 one policy at a time.
+func TestElasticDeterminism(t *testing.T) {
+	d := t.TempDir()
+	run := func(sc *Scenario, dir string, par int) {
+		t.Helper()
+		if _, err := Run(context.Background(), sc, RunOptions{OutDir: dir, Parallel: par}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	syn, err := Parse([]byte(elasticScenario+"  - name: optimus\n"), "s.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := Load("examples/pollux-elastic.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []string{"jobs.csv", "elastic.csv", "events.parquet", "timeseries.parquet"}
+	for name, sc := range map[string]*Scenario{"synthetic": syn, "pollux": ex} {
+		a, b := filepath.Join(d, name, "a"), filepath.Join(d, name, "b")
+		run(sc, a, 0)
+		prev := runtime.GOMAXPROCS(1)
+		run(sc, b, 1)
+		runtime.GOMAXPROCS(prev)
+		for _, pol := range []string{"fifo", "optimus"} {
+			sameFiles(t, filepath.Join(a, pol), filepath.Join(b, pol), files...)
+		}
 	}
 }
