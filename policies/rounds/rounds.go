@@ -39,11 +39,12 @@ type Driver struct {
 	name  string
 	round sim.Duration
 	alloc Allocator
-	// Repack places every job whose count changes anew (a whole-placement
-	// resize: its GPUs are released and it takes replicas from the most-free
-	// nodes like a starting job), as the artifact's Tiresias and Optimus do;
-	// false keeps a resized job's replicas (shrinking drops the last ones,
-	// growing adds replicas).
+	// Repack places every job whose count changes anew, as the artifact's
+	// Tiresias and Optimus do: starts and changes in ascending target count,
+	// each from the most-free node of a virtual cluster on which every
+	// changing job's GPUs are free, then applied as starts and
+	// whole-placement resizes (see repack). false keeps a resized job's
+	// replicas (shrinking drops the last ones, growing adds replicas).
 	Repack bool
 
 	next   sim.Time
@@ -53,6 +54,13 @@ type Driver struct {
 	free   []int32
 	nodes  []sim.NodeID
 	gpus   []sim.GPUID
+	// repack's plan: virtual free GPUs, planned nodes and GPUs, each job's
+	// spans in them, and which are applied
+	vfree   []bool
+	pn      []sim.NodeID
+	pg      []sim.GPUID
+	span    [][4]int
+	applied []bool
 	// Rounds counts the rounds run (tests, explain).
 	Rounds int
 }
@@ -128,9 +136,8 @@ func (d *Driver) Schedule(v *sim.View, p *sim.Plan) error {
 			}
 		}
 	}
-	// Shrinks (repacking) then starts and grows, each in ascending target
-	// count (stable: JobRef order). A repacked job may reuse its own GPUs, so
-	// every shrink fits, and then every grow of 1-GPU replicas.
+	// Starts and grows (and, repacking, every change) in ascending target
+	// count (stable: JobRef order).
 	d.order = d.order[:0]
 	for i, j := range d.active {
 		w := d.want[i]
@@ -138,30 +145,22 @@ func (d *Driver) Schedule(v *sim.View, p *sim.Plan) error {
 			d.order = append(d.order, i)
 		}
 	}
-	grows := func(i int) bool {
-		j := d.active[i]
-		return j.State != sim.StateRunning || d.want[i] > int32(len(j.Nodes))
-	}
-	slices.SortStableFunc(d.order, func(a, b int) int {
-		if ga, gb := grows(a), grows(b); ga != gb {
-			if gb {
-				return -1
-			}
-			return 1
-		}
-		return int(d.want[a] - d.want[b])
-	})
+	slices.SortStableFunc(d.order, func(a, b int) int { return int(d.want[a] - d.want[b]) })
 	c := v.Cluster()
+	if d.Repack {
+		if ok, err := d.repack(c, p, now); ok || err != nil {
+			return err
+		}
+	}
 	for _, i := range d.order {
 		j := d.active[i]
 		add := d.want[i]
+		if j.State == sim.StateRunning && !d.Repack {
+			add -= int32(len(j.Nodes))
+		}
 		var own []sim.GPUID
-		if j.State == sim.StateRunning {
-			if d.Repack {
-				own = j.GPUs
-			} else {
-				add -= int32(len(j.Nodes))
-			}
+		if j.State == sim.StateRunning && d.Repack {
+			own = j.GPUs
 		}
 		if !d.place(c, &j.Spec, add, own) {
 			continue // does not fit this round: keeps its allocation
@@ -177,6 +176,141 @@ func (d *Driver) Schedule(v *sim.View, p *sim.Plan) error {
 		}
 	}
 	return nil
+}
+
+// repack places the jobs of d.order (starts and changes, ascending target
+// count) as the artifact does: on a virtual cluster where every changing
+// job's GPUs are free, each in turn from the node with the most free GPUs.
+// It then applies the plan: a job's start or whole-placement resize as soon
+// as all its planned GPUs are free or its own; when no job can go (its GPUs
+// are planned for another and the other's for it) the first waiting running
+// job ends its lease and starts on its planned GPUs later in the same call
+// (paying the restore instead of the rescale delay). It reports false, having
+// changed nothing, when the virtual placement fails (replicas of several
+// GPUs that fragmentation leaves no node for): the caller then places job by
+// job.
+func (d *Driver) repack(c *sim.Cluster, p *sim.Plan, now sim.Time) (bool, error) {
+	ng := int(c.NumGPUs())
+	d.vfree = slices.Grow(d.vfree[:0], ng)[:ng]
+	for g := range d.vfree {
+		d.vfree[g] = c.GPUUsed(sim.GPUID(g)) == 0
+	}
+	for _, i := range d.order {
+		if j := d.active[i]; j.State == sim.StateRunning {
+			for _, g := range j.GPUs {
+				d.vfree[g] = true
+			}
+		}
+	}
+	d.pn, d.pg, d.span = d.pn[:0], d.pg[:0], d.span[:0]
+	for _, i := range d.order {
+		j := d.active[i]
+		n0, g0 := len(d.pn), len(d.pg)
+		if !d.placeVirtual(c, &j.Spec, d.want[i]) {
+			return false, nil
+		}
+		d.span = append(d.span, [4]int{n0, len(d.pn), g0, len(d.pg)})
+	}
+	d.applied = slices.Grow(d.applied[:0], len(d.order))[:len(d.order)]
+	clear(d.applied)
+	for left := len(d.order); left > 0; {
+		progress := false
+		for k, i := range d.order {
+			j := d.active[i]
+			sp := d.span[k]
+			gpus := d.pg[sp[2]:sp[3]]
+			if d.applied[k] || !d.gpusReady(c, j, gpus) {
+				continue
+			}
+			var err error
+			if j.State == sim.StateRunning {
+				err = p.AddResize(j.Ref, d.want[i], d.pn[sp[0]:sp[1]], gpus)
+			} else {
+				err = p.AddStart(j.Ref, d.pn[sp[0]:sp[1]], gpus)
+			}
+			if err != nil {
+				return true, err
+			}
+			d.applied[k], progress = true, true
+			left--
+		}
+		if progress {
+			continue
+		}
+		// A cycle: the first waiting running job ends its lease.
+		broke := false
+		for k, i := range d.order {
+			if j := d.active[i]; !d.applied[k] && j.State == sim.StateRunning && j.Preemptible(now) {
+				if err := p.AddPreempt(j.Ref, sim.PreemptLease, "round"); err != nil {
+					return true, err
+				}
+				broke = true
+				break
+			}
+		}
+		if !broke {
+			return true, nil // the rest keep their allocations this round
+		}
+	}
+	return true, nil
+}
+
+// gpusReady reports whether every GPU of gpus is free or job j's own.
+func (d *Driver) gpusReady(c *sim.Cluster, j *sim.Job, gpus []sim.GPUID) bool {
+	for _, g := range gpus {
+		if c.GPUUsed(g) != 0 && (j.State != sim.StateRunning || !slices.Contains(j.GPUs, g)) {
+			return false
+		}
+	}
+	return true
+}
+
+// placeVirtual appends to d.pn and d.pg k replicas of s on the virtual free
+// GPUs d.vfree (taking them), by place's rule; false when they do not fit.
+func (d *Driver) placeVirtual(c *sim.Cluster, s *sim.JobSpec, k int32) bool {
+	g := s.GPUsPerReplica
+	d.free = slices.Grow(d.free[:0], c.NumNodes())[:c.NumNodes()]
+	for n := range d.free {
+		id := sim.NodeID(n)
+		d.free[n] = 0
+		if !s.AllowsModel(c.Node(id).GPUModel) {
+			continue
+		}
+		first, end := c.NodeGPUs(id)
+		for gpu := first; gpu < end; gpu++ {
+			if d.vfree[gpu] {
+				d.free[n]++
+			}
+		}
+	}
+	for k > 0 {
+		best := -1
+		for n, f := range d.free {
+			if f >= g && (best < 0 || f > d.free[best]) {
+				best = n
+			}
+		}
+		if best < 0 {
+			return false
+		}
+		id := sim.NodeID(best)
+		take := min(d.free[best]/g, k)
+		d.free[best] = 0
+		first, end := c.NodeGPUs(id)
+		got := int32(0)
+		for gpu := first; gpu < end && got < take*g; gpu++ {
+			if d.vfree[gpu] {
+				d.vfree[gpu] = false
+				d.pg = append(d.pg, gpu)
+				got++
+			}
+		}
+		for range take {
+			d.pn = append(d.pn, id)
+		}
+		k -= take
+	}
+	return true
 }
 
 // place fills d.nodes and d.gpus with k replicas of s: repeatedly, as many

@@ -84,3 +84,56 @@ func TestRoundsKeepsUnchanged(t *testing.T) {
 		t.Error("round 0 accepted")
 	}
 }
+
+// TestRoundsRepackCycle: with Repack, changed jobs are planned together in
+// ascending target count on a cluster where their GPUs are free. 2 nodes ×
+// 4 GPUs; round 60: b→3 goes first (node 0, GPUs 0-2), a→4 on node 1. Round
+// 120: a→3 first takes node 0's GPUs 0-2 (b's), b→4 then node 1 (a's): a
+// cycle. a, the first waiting job, ends its lease; b resizes onto node 1;
+// a restarts on GPUs 0-2.
+func TestRoundsRepackCycle(t *testing.T) {
+	el := func(id string) sim.JobSpec {
+		s := simtest.MakeJob(id).GPUs(1).Replicas(1).Dur(10000).Obj()
+		s.Elastic = &sim.ElasticSpec{Min: 1, Max: 4, Step: 1}
+		return s
+	}
+	tb := &table{counts: [][]int32{{4, 3}, {3, 4}}}
+	d, err := rounds.New("table", 60*sim.Second, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Repack = true
+	delay, restore := 10*sim.Second, 20*sim.Second
+	var at120 [2][]sim.GPUID
+	check := &probe{Policy: d, at: sim.Time(180 * sim.Second), fn: func(v *sim.View) {
+		for r := range 2 {
+			at120[r] = append([]sim.GPUID(nil), v.Job(sim.JobRef(r)).GPUs...)
+		}
+	}}
+	res := simtest.RunConfig(t, sim.Config{Cluster: simtest.Cluster(t, simtest.Nodes(2, 4)), Jobs: []sim.JobSpec{el("a"), el("b")},
+		Policy: check, CheckpointRestore: restore, RescaleDelay: &delay})
+	a, b := &res.Jobs[0], &res.Jobs[1]
+	if a.Preempted != 1 || b.Preempted != 0 || res.Elastic.Resizes[0] != 0 || res.Elastic.Resizes[1] != 1 {
+		t.Errorf("a preempted %d resized %d, b preempted %d resized %d; want 1 0 0 1", a.Preempted, res.Elastic.Resizes[0], b.Preempted, res.Elastic.Resizes[1])
+	}
+	if got := at120[0]; len(got) != 3 || got[0] != 0 || got[2] != 2 {
+		t.Errorf("a after round 120 on GPUs %v, want 0-2", got)
+	}
+	if got := at120[1]; len(got) != 4 || got[0] != 4 || got[3] != 7 {
+		t.Errorf("b after round 120 on GPUs %v, want 4-7", got)
+	}
+}
+
+// probe runs fn at the scheduling point at time at, before the policy.
+type probe struct {
+	sim.Policy
+	at sim.Time
+	fn func(v *sim.View)
+}
+
+func (p *probe) Schedule(v *sim.View, pl *sim.Plan) error {
+	if v.Now() == p.at {
+		p.fn(v)
+	}
+	return p.Policy.Schedule(v, pl)
+}
