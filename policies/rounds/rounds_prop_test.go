@@ -43,7 +43,7 @@ func TestRoundsProperties(t *testing.T) {
 		g := rapid.Int32Range(1, 2).Draw(rt, "gpusPerReplica")
 		var jobs []sim.JobSpec
 		for i := range rapid.IntRange(1, 6).Draw(rt, "jobs") {
-			s := simtest.MakeJob(string(rune('a'+i))).GPUs(g).Replicas(1).Dur(float64(rapid.IntRange(30, 600).Draw(rt, "dur"))).
+			s := simtest.MakeJob(string(rune('a' + i))).GPUs(g).Replicas(1).Dur(float64(rapid.IntRange(30, 600).Draw(rt, "dur"))).
 				At(float64(rapid.IntRange(0, 300).Draw(rt, "at"))).Obj()
 			s.Elastic = &sim.ElasticSpec{Min: 1, Max: rapid.Int32Range(1, 8/g).Draw(rt, "max"), Step: 1}
 			jobs = append(jobs, s)
