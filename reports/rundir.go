@@ -103,6 +103,9 @@ func writeRunDir(dir string, res *sim.Result, summarize func() *Summary, events 
 		tasks = append(tasks, files(DAGJobsFile, func(w io.Writer) error { return WriteDAGJobsCSV(w, res) }),
 			files(WorkflowsFile, func(w io.Writer) error { return WriteWorkflowsCSV(w, res) }))
 	}
+	if res.Elastic != nil {
+		tasks = append(tasks, files(ElasticFile, func(w io.Writer) error { return WriteElasticCSV(w, res) }))
+	}
 	err := runTasks(tasks)
 	if events != nil {
 		if eerr := events(); err == nil {

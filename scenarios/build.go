@@ -185,6 +185,9 @@ func (s *Scenario) Config() sim.Config {
 		SampleInterval:     sim.Duration(*s.Simulation.SampleInterval),
 		Horizon:            sim.Time(s.Simulation.Horizon),
 	}
+	if d := s.Simulation.RescaleDelay; d != nil {
+		cfg.RescaleDelay = (*sim.Duration)(d)
+	}
 	return cfg
 }
 

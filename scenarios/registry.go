@@ -9,6 +9,7 @@ import (
 	_ "github.com/gpusim/gpusim/policies/gavel"
 	_ "github.com/gpusim/gpusim/policies/kueue"
 	_ "github.com/gpusim/gpusim/policies/lucid"
+	_ "github.com/gpusim/gpusim/policies/pollux"
 	_ "github.com/gpusim/gpusim/policies/qssf"
 	_ "github.com/gpusim/gpusim/policies/slurm"
 	_ "github.com/gpusim/gpusim/policies/themis"

@@ -125,6 +125,9 @@ type Simulation struct {
 	PreemptMinRuntime policies.Dur `yaml:"preemptMinRuntime"`
 	// PreemptAntiChurn protects a job from another preemption for this long after one (default 0).
 	PreemptAntiChurn policies.Dur `yaml:"preemptAntiChurn"`
+	// RescaleDelay is the wall time an elastic job spends restarting after a
+	// resize (default checkpointSaveCost + checkpointRestoreCost; docs/elastic.md).
+	RescaleDelay *policies.Dur `yaml:"rescaleDelay"`
 }
 
 // ClusterSpec describes the cluster: pools of templated nodes, or an imported node list.

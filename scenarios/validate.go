@@ -50,6 +50,9 @@ func (s *Scenario) validate() sim.FieldErrors {
 	if s.Simulation.SampleInterval != nil && *s.Simulation.SampleInterval != 0 && *s.Simulation.SampleInterval < policies.Dur(sim.Second) {
 		fe.Add("simulation.sampleInterval", "must be 0 (off) or at least 1s")
 	}
+	if d := s.Simulation.RescaleDelay; d != nil && *d < 0 {
+		fe.Add("simulation.rescaleDelay", "must be >= 0")
+	}
 	if sm := &s.Simulation; sm.CheckpointSaveCost > 0 && sm.CheckpointInterval == 0 && !sm.CheckpointOnSignal && !s.youngDalyAnywhere() {
 		fe.Add("simulation.checkpointSaveCost", "has no effect without checkpointInterval or checkpointOnSignal")
 	}
@@ -138,6 +141,7 @@ func (s *Scenario) validate() sim.FieldErrors {
 	}
 	fe = append(fe, s.validateFailures()...)
 	fe = append(fe, s.validateStorage()...)
+	fe = append(fe, s.validateElastic()...)
 	for _, b := range s.validateExperiment() {
 		i := strings.IndexByte(b, '|')
 		fe.Add(b[:i], "%s", b[i+1:])

@@ -79,6 +79,10 @@ type Config struct {
 	// Telemetry turns on telemetry stragglers (telemetry.go); nil keeps every
 	// output as without it.
 	Telemetry *TelemetryConfig
+	// RescaleDelay is the wall time an elastic job spends restarting after a
+	// resize (Plan.AddResize) before it makes progress again; nil means
+	// CheckpointSave + CheckpointRestore (docs/elastic.md).
+	RescaleDelay *Duration
 	// NoLog disables the event log (benchmarks).
 	NoLog bool
 	// LogFeed, when set (and NoLog is not), receives the event log while the
@@ -154,6 +158,9 @@ type Result struct {
 	// Phys is the physical models' state per sample, parallel to Samples;
 	// nil without Config.Power and Config.Failures (sim/physsample.go).
 	Phys []PhysSample
+	// Elastic records resizes and sizes over time; nil when no job is
+	// elastic (docs/elastic.md).
+	Elastic *ElasticStats
 }
 
 // DefaultLivelockPreemptions is Config.LivelockPreemptions' default.
@@ -214,6 +221,7 @@ type Engine struct {
 	dag        *dagState     // nil without JobSpec.DAG (dag.go)
 	sto        *storageState // nil without Config.Storage
 	tel        *telState     // nil without Config.Telemetry
+	elastic    *ElasticStats // nil without elastic jobs (elastic.go); per-job record indexed by JobRef
 }
 
 // NewEngine validates cfg and prepares a run. Jobs are sorted by (Submit, ID); their
@@ -254,6 +262,9 @@ func NewEngine(cfg Config) (*Engine, error) {
 	e.resAt = make([]Time, len(specs))
 	e.waitWhy = make([]Reason, len(specs))
 	if err := e.initJobs(cfg.Jobs, specs); err != nil {
+		return nil, err
+	}
+	if err := e.initElastic(); err != nil {
 		return nil, err
 	}
 	if err := e.initDAG(); err != nil {
@@ -518,6 +529,9 @@ func (e *Engine) Run(ctx context.Context) (res *Result, err error) {
 	if e.tel != nil {
 		res.Telemetry = e.finishTelemetry(end)
 	}
+	if e.elastic != nil {
+		res.Elastic = e.elasticResult()
+	}
 	if e.cfg.Progress != nil {
 		e.cfg.Progress(e.progress())
 	}
@@ -633,7 +647,7 @@ func (e *Engine) schedule() (bool, error) {
 		e.q.push(qitem{t: p.WakeAt, kind: qWake, seq: e.seq})
 		e.lastWake = p.WakeAt
 	}
-	return len(p.Starts) > 0 || len(p.Preempts) > 0, nil
+	return len(p.Starts) > 0 || len(p.Preempts) > 0 || len(p.Resizes) > 0, nil
 }
 
 func (e *Engine) jobName(r JobRef) string {
@@ -653,10 +667,16 @@ func (e *Engine) applyStart(s *Start) error {
 	}
 	sp := &j.Spec
 	g := int(sp.GPUsPerReplica)
-	if len(s.Nodes) != int(sp.Replicas) {
+	want := sp.TotalGPUs()
+	if j.Spec.Elastic != nil && len(s.Nodes) != int(sp.Replicas) {
+		if !sp.Elastic.Valid(int32(len(s.Nodes))) {
+			return fmt.Errorf("%d nodes given for an elastic job of %d..%d replicas (step %d)", len(s.Nodes), sp.Elastic.Min, sp.Elastic.Max, sp.Elastic.Step)
+		}
+		want = int32(len(s.Nodes)) * sp.GPUsPerReplica
+	} else if len(s.Nodes) != int(sp.Replicas) {
 		return fmt.Errorf("%d nodes given for %d replicas", len(s.Nodes), sp.Replicas)
 	}
-	if len(s.GPUs) != int(sp.TotalGPUs()) {
+	if len(s.GPUs) != int(want) {
 		if sp.Unequal() {
 			return fmt.Errorf("%d GPUs given for %d replicas x %d GPUs with a last replica of %d", len(s.GPUs), sp.Replicas, g, sp.LastReplicaGPUs)
 		}
@@ -742,6 +762,12 @@ func (e *Engine) applyStart(s *Start) error {
 	}
 	if e.tel != nil {
 		e.telStart(j)
+	}
+	if j.Spec.Elastic != nil {
+		if err := e.elasticSpeed(j); err != nil {
+			return err
+		}
+		e.elasticSeg(j, int32(len(j.Nodes)))
 	}
 	j.runDone = j.Done
 	j.runRestore = 0
@@ -916,6 +942,9 @@ func (e *Engine) stop(j *Job, keepMem bool) {
 	if e.tel != nil {
 		e.telStop(j)
 	}
+	if j.Spec.Elastic != nil {
+		e.elasticSeg(j, 0)
+	}
 	if e.share != nil {
 		e.stopRated(j, mem)
 		return
@@ -1011,6 +1040,9 @@ func (e *Engine) applyPreempt(p *Preempt) error {
 	}
 	if !j.Preemptible(e.now) {
 		return fmt.Errorf("job is protected from preemption until t=%s (minimum run time / anti-churn window)", j.protectedUntil)
+	}
+	if j.Spec.Elastic != nil && p.Mode == PreemptSuspend {
+		return errors.New("an elastic job cannot be suspended (preempt it with a lease or requeue instead)")
 	}
 	if p.Grace < 0 {
 		return fmt.Errorf("negative grace %s", p.Grace)

@@ -100,6 +100,10 @@ type JobSpec struct {
 	// DAG makes the job part of a pipeline: its dependencies and stage name
 	// (docs/dag.md); nil for other jobs. Copies of a spec share it.
 	DAG *JobDAG
+
+	// Elastic makes the job an elastic gang (docs/elastic.md): Replicas is then
+	// its preferred size; nil for rigid jobs. Copies of a spec share it.
+	Elastic *ElasticSpec
 }
 
 // TotalGPUs is the number of GPUs the gang occupies (whole or shared):
@@ -220,6 +224,9 @@ func (s *JobSpec) Validate() error {
 		if err := s.Serving.Validate(); err != nil {
 			errs = append(errs, "serving: "+err.Error())
 		}
+	}
+	if s.Elastic != nil {
+		errs = append(errs, s.Elastic.validate(s)...)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))

@@ -87,6 +87,7 @@ type Reservation struct {
 type Plan struct {
 	Starts       []Start
 	Preempts     []Preempt
+	Resizes      []Resize // elastic jobs (AddResize, elastic.go)
 	Reservations []Reservation
 	// WakeAt asks for another scheduling point at that time (Never = none). The
 	// engine ignores times not after now.
@@ -106,6 +107,7 @@ type Plan struct {
 func (p *Plan) Reset() {
 	p.Starts = p.Starts[:0]
 	p.Preempts = p.Preempts[:0]
+	p.Resizes = p.Resizes[:0]
 	p.Reservations = p.Reservations[:0]
 	p.WakeAt = Never
 	p.ReleaseAt = Never

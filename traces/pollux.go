@@ -8,11 +8,26 @@ import (
 	"github.com/gpusim/gpusim/workloads/pollux"
 )
 
-// FormatPollux is a Pollux OSDI'21 artifact workload CSV.
-const FormatPollux = "pollux"
+// FormatPollux is a Pollux OSDI'21 artifact workload CSV; FormatPolluxElastic
+// is the same file read as elastic gangs (docs/elastic.md).
+const (
+	FormatPollux        = "pollux"
+	FormatPolluxElastic = "pollux-elastic"
+)
 
 func init() {
 	registerJobs(FormatPollux, "Pollux OSDI'21 artifact workload CSV (name,time,application,num_replicas,batch_size); duration from the artifact's profiles", openPollux)
+	registerJobs(FormatPolluxElastic, "the pollux format read as elastic gangs: 1-GPU replicas, num_replicas preferred, 1..batch_size/min_local_bsz (ncf 1), throughput from the artifact's profiles (docs/elastic.md)", openPolluxElastic)
+}
+
+// openPolluxElastic reads a Pollux artifact workload as elastic gangs: per job
+// as openPollux, but num_replicas replicas of 1 GPU (the preferred size) with
+// sim.ElasticSpec{Min: 1, Max: max(num_replicas, batch_size //
+// min_local_bsz) (ncf: num_replicas), Step: 1} and the job's
+// pollux.ElasticModel as its rate model; the duration is the same
+// TunedRunTime.
+func openPolluxElastic(path string, opts ReadOptions) (JobReader, error) {
+	return openPolluxAs(path, FormatPolluxElastic, opts)
 }
 
 // openPollux reads a Pollux artifact workload (workloads/workload-N.csv). The
@@ -24,11 +39,15 @@ func init() {
 // at most 4 GPUs (gangShape). The elastic, round-based reproduction of the
 // artifact is `gpusim pollux` (docs/pollux.md).
 func openPollux(path string, opts ReadOptions) (JobReader, error) {
+	return openPolluxAs(path, FormatPollux, opts)
+}
+
+func openPolluxAs(path, format string, opts ReadOptions) (JobReader, error) {
 	if _, err := pollux.Apps(); err != nil {
 		return nil, err
 	}
 	required := []string{"name", "time", "application", "num_replicas", "batch_size"}
-	return openCSVImporter(path, FormatPollux, ',', opts, required, func(in *csvIn, rep *ImportReport) (rowParser, error) {
+	return openCSVImporter(path, format, ',', opts, required, func(in *csvIn, rep *ImportReport) (rowParser, error) {
 		if err := unknownCols(in, required); err != nil {
 			return nil, err
 		}
@@ -66,14 +85,29 @@ func openPollux(path string, opts ReadOptions) (JobReader, error) {
 			if batch < int64(a.InitBatchSize) || batch > int64(a.MaxBatchSize) {
 				return j, skipf("batch_size", "out of range", "%d (want %d..%d for %s)", batch, a.InitBatchSize, a.MaxBatchSize, app)
 			}
-			dur, err := pollux.TunedRunTime(pollux.Job{Name: name, Submit: t, App: app, Replicas: int(reps), BatchSize: int(batch)}, 4)
+			pj := pollux.Job{Name: name, Submit: t, App: app, Replicas: int(reps), BatchSize: int(batch)}
+			j.Queue = app
+			j.Workload = app
+			j.Submit = sim.Time(sim.Seconds(t))
+			if format == FormatPolluxElastic {
+				m, err := pollux.NewElasticModel(pj, 4)
+				if err != nil || m.Duration() < 0 {
+					return j, skipf("num_replicas", "no profile", "%v", fmt.Sprint(err))
+				}
+				hi := int32(reps)
+				if app != "ncf" {
+					hi = max(hi, int32(batch)/int32(a.MinLocalBsz))
+				}
+				j.Replicas, j.GPUsPerReplica = int32(reps), 1
+				j.Elastic = &sim.ElasticSpec{Min: 1, Max: hi, Step: 1, Rate: m}
+				j.Duration = m.Duration()
+				return j, nil
+			}
+			dur, err := pollux.TunedRunTime(pj, 4)
 			if err != nil || math.IsNaN(dur) || dur < 0 {
 				return j, skipf("num_replicas", "no profile", "%v", fmt.Sprint(err))
 			}
-			j.Queue = app
-			j.Workload = app
 			j.Replicas, j.GPUsPerReplica = gangShape(reps, 4)
-			j.Submit = sim.Time(sim.Seconds(t))
 			j.Duration = sim.Seconds(dur)
 			return j, nil
 		}, nil

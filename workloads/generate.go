@@ -148,6 +148,7 @@ type generator struct {
 	split                  map[int32]int32
 	models                 [][]string
 	pri                    []int32
+	elastic                []*sim.ElasticSpec // per class; nil = rigid
 	durLo, durHi, mu, sig  []float64
 	durMin, durMax         []float64
 	wallMin, wallMax, wRnd []float64
@@ -165,6 +166,11 @@ func newGenerator(s *Synthetic, seed uint64, clusterGPUs int64, maxPerNode int32
 	}
 	g.classes = newCumulative(cw, len(cw))
 	for _, c := range s.Classes {
+		var es *sim.ElasticSpec
+		if e := c.Elastic; e != nil {
+			es = &sim.ElasticSpec{Min: e.MinReplicas, Max: e.MaxReplicas, Step: max(e.Step, 1)}
+		}
+		g.elastic = append(g.elastic, es)
 		g.sizes = append(g.sizes, newCumulative(c.GPUs.Weights, len(c.GPUs.Values)))
 		g.shares = append(g.shares, newCumulative(c.GPUMilli.Weights, len(c.GPUMilli.Values)))
 		qw := make([]float64, len(s.Queues))
@@ -240,7 +246,9 @@ func (g *generator) job(j *sim.JobSpec) {
 	}
 	j.GPUMilli = sim.WholeGPU
 	u := g.rShare.Float64() // always drawn: keeps the stream aligned
-	if gpus == 1 {
+	if es := g.elastic[ci]; es != nil && gpus > 0 {
+		j.Replicas, j.Elastic = c.Elastic.preferred(j.Replicas), es
+	} else if gpus == 1 {
 		if k := g.shares[ci].pickU(u); k >= 0 {
 			j.GPUMilli = c.GPUMilli.Values[k]
 		}

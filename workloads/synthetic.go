@@ -136,11 +136,28 @@ type Walltime struct {
 	RoundToS Seconds `yaml:"roundToS"`
 }
 
-// Elastic carries a training class's elastic bounds. It is metadata for elastic
-// policies and reports; sim.JobSpec has no field for it, so generated jobs are rigid.
+// Elastic makes a class's jobs elastic gangs (sim.ElasticSpec,
+// docs/elastic.md): sizes minReplicas, minReplicas+step, ... up to
+// maxReplicas replicas of the drawn replica size. A job's preferred size (the
+// size its duration is measured at, and what rigid policies start) is
+// PreferredReplicas, or else its drawn replica count brought into the sizes
+// (clamped, then down to a size). Throughput is linear in replicas.
 type Elastic struct {
 	MinReplicas int32 `yaml:"minReplicas"`
 	MaxReplicas int32 `yaml:"maxReplicas"`
+	// Step is the resize granularity in replicas (default 1).
+	Step int32 `yaml:"step,omitempty"`
+	// PreferredReplicas fixes every job's preferred size (0: the drawn count).
+	PreferredReplicas int32 `yaml:"preferredReplicas,omitempty"`
+}
+
+// preferred is the preferred size of a job drawn with n replicas.
+func (e *Elastic) preferred(n int32) int32 {
+	if e.PreferredReplicas > 0 {
+		return e.PreferredReplicas
+	}
+	n = min(max(n, e.MinReplicas), e.MaxReplicas)
+	return n - (n-e.MinReplicas)%max(e.Step, 1)
 }
 
 // ClassMix is one class of the job mix. Zero fields take the class's defaults from
@@ -170,7 +187,7 @@ type ClassMix struct {
 	MemoryMiB int64 `yaml:"memoryMiB"`
 	// AllowedModels restricts the GPU models (empty = any).
 	AllowedModels []string `yaml:"allowedModels,omitempty"`
-	// Elastic bounds (training; metadata only).
+	// Elastic makes the class's jobs elastic gangs (see Elastic).
 	Elastic *Elastic `yaml:"elastic,omitempty"`
 }
 

@@ -225,6 +225,12 @@ func (m *ClassMix) validate() sim.FieldErrors {
 		if e.MaxReplicas < e.MinReplicas {
 			fe.Add("elastic.maxReplicas", "must be >= minReplicas (%d), got %d", e.MinReplicas, e.MaxReplicas)
 		}
+		if e.Step < 0 {
+			fe.Add("elastic.step", "must be >= 1, got %d", e.Step)
+		}
+		if p := e.PreferredReplicas; p != 0 && e.MinReplicas >= 1 && e.Step >= 0 && (p < e.MinReplicas || p > e.MaxReplicas || (p-e.MinReplicas)%max(e.Step, 1) != 0) {
+			fe.Add("elastic.preferredReplicas", "must be one of minReplicas + k*step <= maxReplicas, got %d", p)
+		}
 	}
 	return fe
 }

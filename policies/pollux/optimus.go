@@ -17,78 +17,92 @@ import (
 // in ascending GPU count, each from the node with the most free GPUs.
 type optimus struct{}
 
-// optimusStepTime is optimus.py:predict_step_time: seconds per optimizer step of
-// the job's target batch on k GPUs packed 4 per node, with at least one
-// accumulation step on one GPU.
-func optimusStepTime(j *job, k, perNode int) (float64, error) {
+// OptimusStepTime is optimus.py:predict_step_time: seconds per optimizer step
+// of total batch `batch` of app a on k GPUs packed perNode to a node, with at
+// least one accumulation step on one GPU. The standalone reproduction and the
+// engine policy (engine.go) both use it.
+func OptimusStepTime(a *pm.App, batch, k, perNode int) (float64, error) {
 	const eps = 1e-8
 	placement := pm.PackedPlacement(k, perNode)
-	local := int(math.Ceil(float64(j.targetBsz)/float64(k) - eps))
-	accum := int(math.Ceil(float64(local)/float64(j.app.MaxLocalBsz)-eps)) - 1
+	local := int(math.Ceil(float64(batch)/float64(k) - eps))
+	accum := int(math.Ceil(float64(local)/float64(a.MaxLocalBsz)-eps)) - 1
 	if k == 1 {
 		accum = max(1, accum)
 	}
 	atomic := int(math.Ceil(float64(local)/float64(accum+1) - eps))
 	count := k * (accum + 1)
-	atomic = min(atomic, j.app.MaxBatchSize/count)
-	st, sy, err := j.app.Throughput(placement, atomic)
+	atomic = min(atomic, a.MaxBatchSize/count)
+	st, sy, err := a.Throughput(placement, atomic)
 	if err != nil {
 		return 0, err
 	}
 	return st + (st-sy)*float64(accum), nil
 }
 
-// optimusRemaining is the remaining iterations of optimus.py: iterations at the
-// target batch to the completion epoch minus those to the current epoch (1 once
-// the completion epoch is reached).
-func optimusRemaining(j *job) (float64, error) {
-	ce := j.app.CompletionEpoch()
-	if ce <= j.epoch {
+// OptimusRemaining is the remaining iterations of optimus.py: iterations at
+// total batch `batch` to app a's completion epoch minus those to `epoch` (1
+// once the completion epoch is reached).
+func OptimusRemaining(a *pm.App, batch, epoch int) (float64, error) {
+	ce := a.CompletionEpoch()
+	if ce <= epoch {
 		return 1, nil
 	}
-	a, err := j.app.Iteration(float64(j.targetBsz), ce)
+	x, err := a.Iteration(float64(batch), ce)
 	if err != nil {
 		return 0, err
 	}
-	b, err := j.app.Iteration(float64(j.targetBsz), j.epoch)
+	y, err := a.Iteration(float64(batch), epoch)
 	if err != nil {
 		return 0, err
 	}
-	return a - b, nil
+	return x - y, nil
 }
 
-func optimusMaxReplicas(j *job) int {
-	if j.app.Name == "ncf" {
+// OptimusMaxReplicas is Optimus's GPU cap of a job of app a with total batch
+// `batch`: batch // min_local_bsz (ncf: 1).
+func OptimusMaxReplicas(a *pm.App, batch int) int {
+	if a.Name == "ncf" {
 		return 1
 	}
-	return j.targetBsz / j.app.MinLocalBsz
+	return batch / a.MinLocalBsz
 }
 
-// optimusCounts is the GPU-count part of OptimusPolicy.optimize: one GPU per job
-// in order while GPUs last, then marginal gains (the first job wins ties).
-func optimusCounts(active []*job, gpus, perNode int) ([]int, error) {
+// OptimusJob is what Optimus's allocation knows of a job: its application,
+// fixed total batch and current epoch (Optimus+Oracle).
+type OptimusJob struct {
+	App   *pm.App
+	Batch int
+	Epoch int
+}
+
+// OptimusCounts is the GPU-count part of OptimusPolicy.optimize: one GPU per
+// job in order while GPUs last, then one GPU at a time to the job with the
+// largest marginal gain (t(k) − t(k+1)) × remaining iterations (the first job
+// wins ties), up to OptimusMaxReplicas.
+func OptimusCounts(active []OptimusJob, gpus, perNode int) ([]int, error) {
 	n := len(active)
 	reps := make([]int, n)
 	gain := make([]float64, n)
 	remaining := make([]float64, n)
 	marginal := func(i int) (float64, error) {
-		j := active[i]
-		if reps[i]+1 > optimusMaxReplicas(j) || gpus < 1 {
+		j := &active[i]
+		if reps[i]+1 > OptimusMaxReplicas(j.App, j.Batch) || gpus < 1 {
 			return 0, nil
 		}
-		a, err := optimusStepTime(j, reps[i], perNode)
+		a, err := OptimusStepTime(j.App, j.Batch, reps[i], perNode)
 		if err != nil {
 			return 0, err
 		}
-		b, err := optimusStepTime(j, reps[i]+1, perNode)
+		b, err := OptimusStepTime(j.App, j.Batch, reps[i]+1, perNode)
 		if err != nil {
 			return 0, err
 		}
 		return (a - b) * remaining[i], nil
 	}
 	var err error
-	for i, j := range active {
-		if remaining[i], err = optimusRemaining(j); err != nil {
+	for i := range active {
+		j := &active[i]
+		if remaining[i], err = OptimusRemaining(j.App, j.Batch, j.Epoch); err != nil {
 			return nil, err
 		}
 		if gpus < 1 {
@@ -120,7 +134,11 @@ func optimusCounts(active []*job, gpus, perNode int) ([]int, error) {
 }
 
 func (o *optimus) optimize(now pm.Seconds, active []*job, prev [][]int, cfg Config) ([][]int, error) {
-	reps, err := optimusCounts(active, cfg.Nodes*cfg.GPUsPerNode, cfg.GPUsPerNode)
+	oj := make([]OptimusJob, len(active))
+	for i, j := range active {
+		oj[i] = OptimusJob{App: j.app, Batch: j.targetBsz, Epoch: j.epoch}
+	}
+	reps, err := OptimusCounts(oj, cfg.Nodes*cfg.GPUsPerNode, cfg.GPUsPerNode)
 	if err != nil {
 		return nil, err
 	}

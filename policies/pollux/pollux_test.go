@@ -48,7 +48,7 @@ func TestOptimusMarginalGainByHand(t *testing.T) {
 		gpus int
 		want []int
 	}{{1, []int{1, 0}}, {2, []int{1, 1}}, {3, []int{2, 1}}, {4, []int{2, 2}}, {5, []int{3, 2}}, {6, []int{3, 3}}} {
-		got, err := optimusCounts([]*job{a, b}, c.gpus, 4)
+		got, err := OptimusCounts([]OptimusJob{{App: a.app, Batch: a.targetBsz}, {App: b.app, Batch: b.targetBsz}}, c.gpus, 4)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +56,7 @@ func TestOptimusMarginalGainByHand(t *testing.T) {
 			t.Errorf("%d GPUs: got %v, want %v", c.gpus, got, c.want)
 		}
 	}
-	st, err := optimusStepTime(a, 1, 4)
+	st, err := OptimusStepTime(a.app, a.targetBsz, 1, 4)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,30 +37,53 @@ func PackedPlacement(replicas, perNode int) []int {
 // progress / (gain / T_step), each epoch's end rounded to a whole second as
 // simulator.py:Job.step does. The restart delay is not included.
 func TunedRunTime(job Job, perNode int) (Seconds, error) {
+	ep, err := tunedEpochs(job, perNode)
+	total := 0.0
+	for _, d := range ep {
+		total += d
+	}
+	return total, err
+}
+
+// tunedEpochs is the run time of each epoch of TunedRunTime.
+func tunedEpochs(job Job, perNode int) ([]Seconds, error) {
 	apps, err := Apps()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	a, ok := apps[job.App]
 	if !ok {
-		return 0, fmt.Errorf("pollux: unknown application %q", job.App)
+		return nil, fmt.Errorf("pollux: unknown application %q", job.App)
 	}
-	atomic, accum := a.FixedBatch(job.BatchSize, job.Replicas)
-	st, sy, err := a.Throughput(PackedPlacement(job.Replicas, perNode), atomic)
+	t, batch, err := fixedStepTime(a, job.BatchSize, PackedPlacement(job.Replicas, perNode))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	t := st + (st-sy)*float64(accum)
-	batch := float64(job.Replicas * atomic * (accum + 1))
 	scale := batch / float64(a.InitBatchSize)
-	total := 0.0
-	for e := 0; e < a.MaxEpochs; e++ {
+	out := make([]Seconds, a.MaxEpochs)
+	for e := range out {
 		sqr, vr, err := a.GradStats(batch, e)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		gain := (vr + sqr) / (vr/scale + sqr)
-		total += math.RoundToEven((a.Progress(e+1) - a.Progress(e)) * t / gain)
+		out[e] = math.RoundToEven((a.Progress(e+1) - a.Progress(e)) * t / gain)
 	}
-	return total, nil
+	return out, nil
+}
+
+// fixedStepTime is the optimizer step time T = step + accum·(step − sync) of
+// total batch `batch` of app a on placement (GPUs per node) under the
+// fixed-batch rule, and the total batch the rule actually runs.
+func fixedStepTime(a *App, batch int, placement []int) (t, actual float64, err error) {
+	reps := 0
+	for _, v := range placement {
+		reps += v
+	}
+	atomic, accum := a.FixedBatch(batch, reps)
+	st, sy, err := a.Throughput(placement, atomic)
+	if err != nil {
+		return 0, 0, err
+	}
+	return st + (st-sy)*float64(accum), float64(reps * atomic * (accum + 1)), nil
 }
