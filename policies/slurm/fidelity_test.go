@@ -171,6 +171,9 @@ func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job,
 		if k, ok := jc["user"]; ok {
 			sp.User = r[k]
 		}
+		if k, ok := jc["team"]; ok {
+			sp.Team = r[k] // the Slurm account (sbatch -A)
+		}
 		specs = append(specs, sp)
 	}
 	// Slurm's job id order (jobs of one second are submitted concurrently)

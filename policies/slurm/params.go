@@ -82,6 +82,12 @@ type Params struct {
 	// share, and no PriorityCalcPeriod recalculation, so the age factor stays
 	// 0 (sprio in the fidelity fixture priority).
 	AccountingStorage string `yaml:"accountingStorage"`
+	// AccountingStorageEnforce is slurm.conf's AccountingStorageEnforce
+	// (comma-separated: associations, limits, qos, safe, wckeys, nojobs,
+	// nosteps, all, none; default "associations,limits"). Without limits (or
+	// safe, all), the usage a run accrued since the last PriorityCalcPeriod
+	// pass is lost when it ends, as in Slurm (see parseEnforce).
+	AccountingStorageEnforce string `yaml:"accountingStorageEnforce"`
 	// GangNodes: distinct (the default: each replica of a gang on its own
 	// node, as sbatch -N replicas --ntasks-per-node=1 asks) or shared
 	// (replicas may share a node, gpusim's model before issue 17).

@@ -19,7 +19,7 @@ import (
 func init() {
 	policies.Register(policies.Info{Name: "slurm",
 		Summary: "Slurm: partitions (tiers, time limits, overlapping node sets), priority/multifactor with Fair Tree or classic fair share, main scheduler with per-partition blocking, sched/backfill on time limits (bf_window, bf_resolution, bf_max_job_test, bf_job_part_count_reserve), partition_prio/qos preemption (CANCEL/REQUEUE/SUSPEND), advanced reservations.",
-		Params:  "partitions; partitionMapping; priority{weights, maxAge, calcPeriod, decayHalfLife, fairTree, favorSmall, smallRelativeToTime}; accounts; qos; qosMapping; schedulerParameters{sched_interval, default_queue_depth, batch_sched_delay, bf_*}; enforcePartLimits; preemptType; preemptMode; preemptExemptTime; reservations; topologyPlugin (flat|tree); nodeSelection (best-fit|first-fit); gangNodes (distinct|shared); requeueDelay; accountingStorage; clockOffset; controllerUptime; version (latest|22.05); willRun (exact|windows)"},
+		Params:  "partitions; partitionMapping; priority{weights, maxAge, calcPeriod, decayHalfLife, fairTree, favorSmall, smallRelativeToTime}; accounts; qos; qosMapping; schedulerParameters{sched_interval, default_queue_depth, batch_sched_delay, bf_*}; enforcePartLimits; preemptType; preemptMode; preemptExemptTime; reservations; topologyPlugin (flat|tree); nodeSelection (best-fit|first-fit); gangNodes (distinct|shared); requeueDelay; accountingStorage; accountingStorageEnforce; clockOffset; controllerUptime; version (latest|22.05); willRun (exact|windows)"},
 		func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
 			var p Params
 			if err := policies.DecodeParams(n, &p); err != nil {
@@ -116,6 +116,7 @@ type Slurm struct {
 	nodeSel      nodeSel
 	distinct     bool // params.gangNodes: distinct
 	noAcct       bool // params.accountingStorage: none
+	endCharge    bool // params.accountingStorageEnforce has limits: ended runs are charged in full
 	batchDelay   sim.Duration
 	arrivedAt    sim.Time // first arrival since the last batch pass (Never: none)
 	lastBatch    sim.Time // last main pass run for arrivals
@@ -397,6 +398,9 @@ func New(p Params) (*Slurm, error) {
 		s.anyWeight = s.wAge+s.wJS+s.wPart+s.wQOS > 0
 	default:
 		bad("accountingStorage: unknown %q (want slurmdbd or none)", p.AccountingStorage)
+	}
+	if s.endCharge, err = parseEnforce(p.AccountingStorageEnforce); err != nil {
+		errs = append(errs, err)
 	}
 	if s.distinct, err = parseGangNodes(p.GangNodes); err != nil {
 		errs = append(errs, err)
@@ -727,7 +731,10 @@ func (s *Slurm) Observe(v *sim.View, e sim.Event) {
 		info.acctFrom = e.Time
 	case sim.EvFinish, sim.EvKill, sim.EvTimeout, sim.EvPreempt, sim.EvSuspend:
 		s.freed = true
-		if e.Time > info.acctFrom {
+		// Without AccountingStorageEnforce=limits, a run's usage since the
+		// last calc step is lost when it ends (parseEnforce); a suspension
+		// is not an end.
+		if e.Time > info.acctFrom && (s.endCharge || e.Kind == sim.EvSuspend) {
 			s.pendUsage[info.assoc] += gpuUnits(&j.Spec) * e.Time.Sub(info.acctFrom).Seconds()
 		}
 		info.acctFrom = e.Time

@@ -1,0 +1,63 @@
+package slurm
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/sim"
+	. "github.com/gpusim/gpusim/sim/simtest"
+)
+
+// AccountingStorageEnforce decides whether an ended run's usage since the
+// last calc step is recorded (acct_policy.c _adjust_limit_usage calls
+// priority_g_job_end only with limits). Hand-worked, no decay, calcPeriod
+// 5m: alice's 2-GPU job runs 0..400. The step at 300 records 2 x 300 = 600
+// GPU-s. With limits (and by default) the 100 s after it (200 GPU-s) are
+// recorded at the step at 600: 800. With associations only they are lost:
+// 600 at 600 too.
+func TestAccountingStorageEnforce(t *testing.T) {
+	for _, tc := range []struct {
+		enforce string
+		want600 float64
+	}{
+		{"", 800},
+		{"accountingStorageEnforce: associations,limits", 800},
+		{"accountingStorageEnforce: safe", 800},
+		{"accountingStorageEnforce: associations", 600},
+		{"accountingStorageEnforce: none", 600},
+	} {
+		s := newSlurm(t, `
+priority: {weights: {fairshare: 1000}, calcPeriod: 5m, decayHalfLife: 0s}
+accounts: [{name: research, users: [{name: alice}]}]
+`+tc.enforce)
+		got := map[float64]float64{}
+		pr := &probe{Slurm: s}
+		pr.rec = func(v *sim.View) {
+			got[v.Now().Seconds()] = s.tree.a[s.tree.users["alice"][0]].usage
+		}
+		cpu := func(id string, at float64) sim.JobSpec { return user(MakeJob(id).GPUs(0).At(at).Obj(), "probe") }
+		Run(t, Nodes(1, 8), pr,
+			user(MakeJob("a").GPUs(2).Dur(400).Wall(600).Obj(), "alice"),
+			cpu("p1", 301), cpu("p2", 601))
+		for at, w := range map[float64]float64{301: 600, 601: tc.want600} {
+			if math.Abs(got[at]-w) > 1e-9 {
+				t.Errorf("%q: usage at %v = %v, want %v", tc.enforce, at, got[at], w)
+			}
+		}
+	}
+}
+
+func TestAccountingStorageEnforceErrors(t *testing.T) {
+	var n yaml.Node
+	if err := yaml.Unmarshal([]byte(`accountingStorageEnforce: associations,limit`), &n); err != nil {
+		t.Fatal(err)
+	}
+	_, err := policies.New("slurm", n.Content[0])
+	if want := `accountingStorageEnforce: unknown "limit"`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want it to mention %q", err, want)
+	}
+}
