@@ -306,6 +306,13 @@ EOF
 		echo "t0_unix: $T0"
 		echo "t0_second_of_minute: $((T0 % 60))"
 		printf 'slurmctld_start_s: %.1f\n' "$ctld_rel"
+		# priority/multifactor's decay thread logs its start (the
+		# PriorityCalcPeriod passes are timed from it; only with slurmdbd)
+		local dl
+		dl=$(grep -m1 '_read_last_decay_ran' "$D/log/slurmctld.log" | cut -d' ' -f1 | tr -d '[]' || true)
+		if [ -n "$dl" ] && [ -n "$dbd" ]; then
+			printf 'decay_start_s: %.3f\n' "$(echo "$(date -d "$dl" +%s.%3N) - $T0" | bc -l)"
+		fi
 	} >"$fix/recorded.meta"
 	cleanup
 	trap - EXIT

@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -59,5 +60,51 @@ func TestAccountingStorageEnforceErrors(t *testing.T) {
 	_, err := policies.New("slurm", n.Content[0])
 	if want := `accountingStorageEnforce: unknown "limit"`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error %v, want it to mention %q", err, want)
+	}
+}
+
+// usageModel slurm, hand-worked: half-life 100 s, so priority_multifactor.c's
+// per-second factor is df = 1 - 0.693/100; calcPeriod 50 s. Alice's 2-GPU job
+// runs 0..120.
+//
+//	step 50:  charge 2*50*df^50                        = 100 d   (d = df^50)
+//	step 100: decay 100d*d, charge 100d                = 100d^2 + 100d
+//	end 120:  2*20*df^20 = 40 df^20, charged at the end (limits)
+//	step 150: (100d^2 + 100d + 40 df^20) * d
+//
+// exact: 100; 100/√2 + 100; (100/√2 + 100)/√2 + 40 (2^(-50/100) per step).
+// calcUptime 20 s moves the steps to 30, 80, 130 (exact: 60 at 30).
+func TestUsageModelSlurm(t *testing.T) {
+	df := 1 - 0.693/100
+	d := math.Pow(df, 50)
+	r := math.Sqrt2
+	for _, tc := range []struct {
+		model, extra string
+		want         map[float64]float64
+	}{
+		{"slurm", "", map[float64]float64{51: 100 * d, 101: 100*d*d + 100*d, 151: (100*d*d + 100*d + 40*math.Pow(df, 20)) * d}},
+		{"exact", "", map[float64]float64{51: 100, 101: 100/r + 100, 151: (100/r+100)/r + 40}},
+		{"exact", "calcUptime: 20s", map[float64]float64{31: 60, 81: 60/r + 100}},
+	} {
+		s := newSlurm(t, `
+priority: {weights: {fairshare: 1000}, calcPeriod: 50s, decayHalfLife: 100s, usageModel: `+tc.model+`}
+accounts: [{name: research, users: [{name: alice}]}]
+`+tc.extra)
+		got := map[float64]float64{}
+		pr := &probe{Slurm: s}
+		pr.rec = func(v *sim.View) {
+			got[v.Now().Seconds()] = s.tree.a[s.tree.users["alice"][0]].usage
+		}
+		cpu := func(id string, at float64) sim.JobSpec { return user(MakeJob(id).GPUs(0).At(at).Obj(), "probe") }
+		var probes []sim.JobSpec
+		for at := range tc.want {
+			probes = append(probes, cpu(fmt.Sprint("p", at), at))
+		}
+		Run(t, Nodes(1, 8), pr, append([]sim.JobSpec{user(MakeJob("a").GPUs(2).Dur(120).Wall(600).Obj(), "alice")}, probes...)...)
+		for at, w := range tc.want {
+			if math.Abs(got[at]-w) > 1e-9*w {
+				t.Errorf("%s %s: usage at %v = %v, want %v", tc.model, tc.extra, at, got[at], w)
+			}
+		}
 	}
 }

@@ -86,10 +86,11 @@ func (s *Slurm) ceilTick(t sim.Time, iv sim.Duration) sim.Time {
 }
 
 // firstCalc is the first PriorityCalcPeriod step after t=0 (the decay thread
-// runs at slurmctld's start and every period after it).
+// runs when it starts, params.calcUptime before t=0, and every period
+// after it).
 func (s *Slurm) firstCalc() sim.Time {
 	p := sim.Time(s.calcPeriod)
-	return p - sim.Time(s.uptime)%p
+	return p - sim.Time(s.calcUptime)%p
 }
 
 // quantDown rounds t down to a multiple of bf_resolution of the wall clock

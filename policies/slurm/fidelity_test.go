@@ -127,7 +127,7 @@ func readMeta(t *testing.T, path string) map[string]string {
 }
 
 // runFidelity replays fixture dir in gpusim and compares with its recording.
-func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job, map[string][]recRun) {
+func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job, map[string][]recRun, *firstNodes) {
 	t.Helper()
 	// recorded runs
 	rc, rrows := readCSV(t, filepath.Join(dir, "recorded.csv"))
@@ -202,6 +202,11 @@ func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job,
 	sec, _ := strconv.Atoi(meta["t0_second_of_minute"])
 	ctld, _ := strconv.ParseFloat(meta["slurmctld_start_s"], 64)
 	clock := fmt.Sprintf("\nclockOffset: %ds\ncontrollerUptime: %.1fs\nversion: %q\n", sec, max(-ctld-bfThreadLag, 0), meta["slurm_version"])
+	if d, ok := meta["decay_start_s"]; ok {
+		// priority/multifactor's decay thread (fixtures with slurmdbd)
+		ds, _ := strconv.ParseFloat(d, 64)
+		clock += fmt.Sprintf("calcUptime: %.3fs\n", max(-ds, 0))
+	}
 	var n yaml.Node
 	if err := yaml.Unmarshal(append(pb, clock...), &n); err != nil {
 		t.Fatal(err)
@@ -220,13 +225,29 @@ func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job,
 	for i := range res.Jobs {
 		got[string(res.Jobs[i].Spec.ID)] = &res.Jobs[i]
 	}
-	return compareFidelity(specs, got, rec.nodes, runs), got, runs
+	return compareFidelity(specs, got, rec.nodes, runs), got, runs, rec
 }
 
-// firstNodes records the nodes of each job's first run.
+// firstNodes records the nodes of each job's first run, and the association
+// tree after each PriorityCalcPeriod step.
 type firstNodes struct {
 	*Slurm
 	nodes map[sim.JobRef][]sim.NodeID
+	calcs []calcSnap
+}
+
+// calcSnap is the association tree after the calc step at time at.
+type calcSnap struct {
+	at    sim.Time
+	assoc []assoc
+}
+
+func (f *firstNodes) Schedule(v *sim.View, pl *sim.Plan) error {
+	err := f.Slurm.Schedule(v, pl)
+	if f.Slurm.tree != nil && (len(f.calcs) == 0 || f.calcs[len(f.calcs)-1].at != f.Slurm.lastCalc) {
+		f.calcs = append(f.calcs, calcSnap{f.Slurm.lastCalc, slices.Clone(f.Slurm.tree.a)})
+	}
+	return err
 }
 
 func (f *firstNodes) Observe(v *sim.View, e sim.Event) {
@@ -313,7 +334,7 @@ func TestFidelity(t *testing.T) {
 		dir := filepath.Dir(f)
 		name := filepath.Base(dir)
 		t.Run(name, func(t *testing.T) {
-			r, _, _ := runFidelity(t, dir)
+			r, _, _, _ := runFidelity(t, dir)
 			var want fidelityWant
 			if b, err := os.ReadFile(filepath.Join(dir, "want.yaml")); err == nil {
 				if err := yaml.Unmarshal(b, &want); err != nil {
