@@ -219,7 +219,14 @@ func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job,
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &firstNodes{Slurm: pol.(*Slurm), nodes: map[sim.JobRef][]sim.NodeID{}}
+	rec := &firstNodes{Slurm: pol.(*Slurm), nodes: map[sim.JobRef][]sim.NodeID{}, plans: map[int64]map[string]bfPlan{}}
+	rec.Slurm.onReserve = func(now sim.Time, j *sim.Job, start, end sim.Time, nodes []sim.NodeID) {
+		sec := int64(math.Floor(now.Seconds()))
+		if rec.plans[sec] == nil {
+			rec.plans[sec] = map[string]bfPlan{}
+		}
+		rec.plans[sec][string(j.Spec.ID)] = bfPlan{int64(math.Floor(start.Seconds())), int64(math.Floor(end.Seconds())), strings.Join(nodeNames(nodes), "|")}
+	}
 	res := simtest.RunConfig(t, sim.Config{Cluster: c, Jobs: specs, Policy: rec, Seed: 1})
 	got := map[string]*sim.Job{}
 	for i := range res.Jobs {
@@ -234,6 +241,14 @@ type firstNodes struct {
 	*Slurm
 	nodes map[sim.JobRef][]sim.NodeID
 	calcs []calcSnap
+	plans map[int64]map[string]bfPlan // backfill reservations by the tick's whole second, by job
+}
+
+// bfPlan is one backfill reservation: the will-run start and the slot's end
+// in whole seconds, and the nodes (Slurm's names).
+type bfPlan struct {
+	start, end int64
+	nodes      string
 }
 
 // calcSnap is the association tree after the calc step at time at.

@@ -136,6 +136,10 @@ type Slurm struct {
 	fitRuns      []fitRun
 	fitOrder     []sim.NodeID
 	bfProbe      bfProbe
+	// onReserve, when set (tests), is called for each backfill reservation
+	// with the cycle's time, the job, its will-run start, the slot's end and its nodes: the
+	// fidelity tests compare the plan with slurmctld's _dump_job_sched lines.
+	onReserve    func(now sim.Time, j *sim.Job, start, end sim.Time, nodes []sim.NodeID)
 	bfOKFn       func(sim.NodeID) bool // s.bfOK
 	notBlockedFn func(sim.NodeID) bool // s.notBlocked
 
