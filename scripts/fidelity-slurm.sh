@@ -299,10 +299,12 @@ EOF
 	} >"$fix/recorded.csv.tmp"
 	mv "$fix/recorded.csv.tmp" "$fix/recorded.csv"
 	# BFPLANS=1 (or an existing bfplans.csv): backfill's plans, from the
-	# _dump_job_sched lines, for cycles before BFPLANS_UNTIL seconds (all if unset)
+	# _dump_job_sched lines, for cycles before BFPLANS_UNTIL seconds (all if
+	# unset), and the times of all backfill cycles (bfcycles.csv)
 	if [ -n "${BFPLANS:-}" ] || [ -f "$fix/bfplans.csv" ]; then
 		"$(dirname "$0")/slurm-bfplans.sh" "$D/log/slurmctld.log" "$T0" |
 			awk -F, -v u="${BFPLANS_UNTIL:-}" 'NR == 1 || u == "" || $1 < u' >"$fix/bfplans.csv"
+		"$(dirname "$0")/slurm-bfplans.sh" --cycles "$D/log/slurmctld.log" "$T0" >"$fix/bfcycles.csv"
 	fi
 	local ctld_rel
 	ctld_rel=$(echo "$ctld_start - $T0" | bc -l)

@@ -6,10 +6,15 @@
 # end_s (the reservation's end, rounded down to bf_resolution in 22.05) and
 # nodes ('|'-separated), all in seconds from T0 (Unix time of t=0). Log times
 # are the local time of the recording machine (TZ as when it was recorded).
+#
+# slurm-bfplans.sh --cycles SLURMCTLD_LOG T0 writes the start of every
+# backfill cycle instead (cycle_s, from "_attempt_backfill: beginning").
 set -euo pipefail
-[ $# -eq 2 ] || { echo "usage: $0 SLURMCTLD_LOG T0" >&2; exit 2; }
-echo "cycle_s,jobid,start_s,end_s,nodes"
-gawk -v t0="$2" '
+cycles=
+if [ "${1:-}" = --cycles ]; then cycles=1; shift; fi
+[ $# -eq 2 ] || { echo "usage: $0 [--cycles] SLURMCTLD_LOG T0" >&2; exit 2; }
+if [ -n "$cycles" ]; then echo "cycle_s"; else echo "cycle_s,jobid,start_s,end_s,nodes"; fi
+gawk -v t0="$2" -v cycles="$cycles" '
 # secs("2026-11-26T21:20:56.727"): Unix time (local time zone)
 function secs(s,   d, f) {
 	f = 0
@@ -30,7 +35,11 @@ function hosts(x,   p, inner, parts, k, r, a, b, i, out) {
 	}
 	return out
 }
-/_dump_job_sched: JobId=[0-9]+ to start at/ {
+cycles != "" && /_attempt_backfill: beginning/ {
+	c = $1; gsub(/[][]/, "", c)
+	printf "%.3f\n", secs(c) - t0
+}
+cycles == "" && /_dump_job_sched: JobId=[0-9]+ to start at/ {
 	c = $1; gsub(/[][]/, "", c)
 	match($0, /JobId=[0-9]+/); jid = substr($0, RSTART + 6, RLENGTH - 6)
 	match($0, /to start at [^,]+/); st = substr($0, RSTART + 12, RLENGTH - 12)

@@ -3,6 +3,7 @@ package slurm
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/gpusim/gpusim/sim"
@@ -66,6 +67,24 @@ func parseVersion(s string) (slurmVersion, error) {
 // slurmctld's start (params.controllerUptime before t=0).
 func (s *Slurm) onTick(now sim.Time, iv sim.Duration) bool {
 	return (now+sim.Time(s.uptime))%sim.Time(iv) == 0
+}
+
+// bfTick reports whether a backfill cycle runs at now and when the next one
+// is due: every bf_interval from slurmctld's start, or, when the fidelity
+// tests set bfCycles, at the cycle times a recording logged.
+func (s *Slurm) bfTick(now sim.Time) (bool, sim.Time) {
+	if s.bfCycles == nil {
+		return s.onTick(now, s.bfInterval), s.nextTick(now, s.bfInterval)
+	}
+	i, found := slices.BinarySearch(s.bfCycles, now)
+	if found {
+		i++
+	}
+	next := sim.Never
+	if i < len(s.bfCycles) {
+		next = s.bfCycles[i]
+	}
+	return found, next
 }
 
 // nextTick is the first tick of a pass of period iv after now.

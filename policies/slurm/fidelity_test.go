@@ -220,6 +220,15 @@ func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job,
 		t.Fatal(err)
 	}
 	rec := &firstNodes{Slurm: pol.(*Slurm), nodes: map[sim.JobRef][]sim.NodeID{}, plans: map[int64]map[string]bfPlan{}}
+	if _, err := os.Stat(filepath.Join(dir, "bfcycles.csv")); err == nil {
+		// the backfill cycles at the times the recording logged
+		cc, crows := readCSV(t, filepath.Join(dir, "bfcycles.csv"))
+		for _, r := range crows {
+			if x := atof(t, r[cc["cycle_s"]]); x >= 0 {
+				rec.Slurm.bfCycles = append(rec.Slurm.bfCycles, sim.Time(sim.Seconds(x)))
+			}
+		}
+	}
 	rec.Slurm.onReserve = func(now sim.Time, j *sim.Job, start, end sim.Time, nodes []sim.NodeID) {
 		sec := int64(math.Floor(now.Seconds()))
 		if rec.plans[sec] == nil {

@@ -140,6 +140,11 @@ type Slurm struct {
 	// with the cycle's time, the job, its will-run start, the slot's end and its nodes: the
 	// fidelity tests compare the plan with slurmctld's _dump_job_sched lines.
 	onReserve    func(now sim.Time, j *sim.Job, start, end sim.Time, nodes []sim.NodeID)
+	// bfCycles, when set (tests), are the times of the backfill cycles,
+	// replacing the bf_interval grid: the cycles a recording logged, which
+	// drift through the second. The will-run test then takes now's second
+	// rounded down, as time(NULL) does (floorSecond), not up.
+	bfCycles []sim.Time
 	bfOKFn       func(sim.NodeID) bool // s.bfOK
 	notBlockedFn func(sim.NodeID) bool // s.notBlocked
 
@@ -970,8 +975,9 @@ func (s *Slurm) Schedule(v *sim.View, p *sim.Plan) error {
 			return err
 		}
 	}
-	s.nextBF = s.nextTick(now, s.bfInterval)
-	if s.onTick(now, s.bfInterval) {
+	runBF, nextBF := s.bfTick(now)
+	s.nextBF = nextBF
+	if runBF {
 		if err := s.backfill(v, p); err != nil {
 			return err
 		}
