@@ -46,7 +46,7 @@ const willRunWindow = 30 * sim.Second
 // [start_res, start_res+lim]; the will-run test (willRunTest) gives a start T;
 // the start is max(T, start_res). The test's end_time is start_res + lim in
 // whole seconds (time(NULL)); the cycle at a tick reads the second after it
-// (ceilSecond). When it lies past later_start (the next
+// (cycleSecond: ceilSecond on the bf_interval grid). When it lies past later_start (the next
 // end of a backfill reservation after start_res) the search resumes at
 // later_start; when the chosen nodes overlap a reservation over the rounded
 // slot (_test_resv_overlap) it resumes at the start.
