@@ -137,14 +137,15 @@ type Slurm struct {
 	fitOrder     []sim.NodeID
 	bfProbe      bfProbe
 	// onReserve, when set (tests), is called for each backfill reservation
-	// with the cycle's time, the job, its will-run start, the slot's end and its nodes: the
-	// fidelity tests compare the plan with slurmctld's _dump_job_sched lines.
-	onReserve    func(now sim.Time, j *sim.Job, start, end sim.Time, nodes []sim.NodeID)
+	// with the cycle's time, the job, its will-run start, the slot's end and
+	// its nodes: the fidelity tests compare the plan with slurmctld's
+	// _dump_job_sched lines.
+	onReserve func(now sim.Time, j *sim.Job, start, end sim.Time, nodes []sim.NodeID)
 	// bfCycles, when set (tests), are the times of the backfill cycles,
 	// replacing the bf_interval grid: the cycles a recording logged, which
 	// drift through the second. The will-run test then takes now's second
 	// rounded down, as time(NULL) does (floorSecond), not up.
-	bfCycles []sim.Time
+	bfCycles     []sim.Time
 	bfOKFn       func(sim.NodeID) bool // s.bfOK
 	notBlockedFn func(sim.NodeID) bool // s.notBlocked
 
