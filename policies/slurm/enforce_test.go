@@ -108,3 +108,41 @@ accounts: [{name: research, users: [{name: alice}]}]
 		}
 	}
 }
+
+// Classic fair share in Slurm's usage model ranks by the usage before a calc
+// step (classicLag). No decay, calcPeriod 50 s, accounts x and y with 1 share
+// each and one user each (the probe's account has 0 shares), limits (runs
+// charged at their end): xu's 8-GPU job
+// runs 0..200, yu's 8-GPU job 0..30 (240 GPU-s, charged at 30). At the step
+// at 50 the usage before the step is x 0 (running jobs are charged at the
+// step), y 240: UE x 0, y 1, so F = 2^(-UE/0.5): x 1, y 1/4. Without the lag
+// (usageModel exact) the step's usage counts: x 400, y 240 of 640, F x
+// 2^(-1.25), y 2^(-0.75).
+func TestClassicFairShareLag(t *testing.T) {
+	for _, tc := range []struct {
+		model  string
+		fx, fy float64
+	}{
+		{"slurm", 1, 0.25},
+		{"exact", math.Pow(2, -1.25), math.Pow(2, -0.75)},
+	} {
+		s := newSlurm(t, `
+priority: {weights: {fairshare: 1000}, calcPeriod: 50s, decayHalfLife: 0s, fairTree: false, usageModel: `+tc.model+`}
+accounts: [{name: x, users: [{name: xu}]}, {name: y, users: [{name: yu}]}, {name: p, shares: 0, users: [{name: probe}]}]
+`)
+		var fx, fy float64
+		pr := &probe{Slurm: s}
+		pr.rec = func(v *sim.View) {
+			if v.Now() == sim.Time(51*sim.Second) {
+				fx, fy = s.tree.a[s.tree.users["xu"][0]].fs, s.tree.a[s.tree.users["yu"][0]].fs
+			}
+		}
+		Run(t, Nodes(2, 8), pr,
+			user(MakeJob("x1").GPUs(8).Dur(200).Wall(300).Obj(), "xu"),
+			user(MakeJob("y1").GPUs(8).Dur(30).Wall(300).Obj(), "yu"),
+			user(MakeJob("p").GPUs(0).At(51).Obj(), "probe"))
+		if math.Abs(fx-tc.fx) > 1e-12 || math.Abs(fy-tc.fy) > 1e-12 {
+			t.Errorf("usageModel %s: fair share at 51 x %v y %v, want %v %v", tc.model, fx, fy, tc.fx, tc.fy)
+		}
+	}
+}

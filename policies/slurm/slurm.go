@@ -821,6 +821,9 @@ func (s *Slurm) calc(v *sim.View) {
 		if s.usage == usageSlurm {
 			// usage charged at a run's end decays with the rest (_apply_decay)
 			s.chargePending()
+			if s.classicLag() {
+				s.tree.recompute()
+			}
 		}
 		if f := s.decayFactor(s.lastCalc, step); f != 1 {
 			s.tree.decay(f)
@@ -836,7 +839,9 @@ func (s *Slurm) calc(v *sim.View) {
 		s.lastCalc = step
 		s.nextCalc = step.Add(s.calcPeriod)
 	}
-	s.tree.recompute()
+	if !s.classicLag() {
+		s.tree.recompute()
+	}
 	for j := v.PendingHead(); j != nil; j = v.NextPending(j) {
 		s.jobs[j.Ref].prio = s.priority(v, j, s.lastCalc)
 	}

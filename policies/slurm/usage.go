@@ -24,7 +24,8 @@ const (
 	// start) as run_delta * decay_factor^run_delta * billable TRES: the new
 	// usage is decayed as if all of it were run_delta old. An ended run
 	// charged at its end (AccountingStorageEnforce=limits) is weighted the
-	// same way and then decays with the rest at the next pass.
+	// same way and then decays with the rest at the next pass. With classic
+	// fair share the factors lag a pass (classicLag).
 	usageSlurm
 )
 
@@ -69,4 +70,19 @@ func (s *Slurm) newUsage(gpus float64, from, to sim.Time) float64 {
 // wholeSeconds is to - from with both rounded down to whole seconds.
 func wholeSeconds(from, to sim.Time) float64 {
 	return math.Floor(to.Seconds()) - math.Floor(from.Seconds())
+}
+
+// classicLag reports whether fair-share factors are computed from the usage
+// before a calc step's decay and new usage: classic fair share in Slurm's
+// usage model. _decay_thread calls _set_children_usage_efctv (the accounts'
+// effective usage) before _apply_decay and before the job loop charges the
+// running jobs' new usage; a user's effective usage is computed from its
+// account's when one of its jobs next gets a priority. So a pass ranks by the
+// usage as the previous pass and the end charges since left it (fidelity
+// fixture fairshare-classic: at the pass at 57.9 s account c, whose only
+// usage was c1's end charge, gets 2^-5 and account a, whose running jobs were
+// not yet charged, 1.0). Fair Tree computes after the new usage
+// (fair_tree_decay).
+func (s *Slurm) classicLag() bool {
+	return s.usage == usageSlurm && !s.tree.fairTree
 }
