@@ -10,6 +10,14 @@
 #      fixture's slurm.conf on loopback (own ports), each node with Gres=gpu:8
 #      backed by empty fake device files; nothing is written outside that
 #      directory;
+#   2b. if the fixture's slurm.conf says
+#      AccountingStorageType=accounting_storage/slurmdbd (fair share needs
+#      the association usage slurmctld keeps with slurmdbd): installs
+#      slurmdbd and mariadb-server from Debian if missing, starts a private
+#      MariaDB (own --datadir, --socket, --port on loopback, created by
+#      mariadb-install-db in the directory) and a private slurmdbd on it,
+#      and runs `sacctmgr -i` with each line of the fixture's sacctmgr.txt
+#      (cluster, accounts, users and their shares) before slurmctld starts;
 #   3. runs the fixture's optional setup.sh (with SLURM_CONF, T0 and FIXTURE
 #      set) to create reservations and the like;
 #   4. submits the jobs of jobs.csv (gpusim's native trace) at T0 + submit_s
@@ -47,6 +55,59 @@ ensure_slurm() {
 	DEBIAN_FRONTEND=noninteractive apt-get install -y slurm-wlm munge
 }
 
+# ensure_slurmdbd installs Debian's slurmdbd (the same 22.05 release as
+# slurmctld) and MariaDB if missing.
+ensure_slurmdbd() {
+	if command -v slurmdbd >/dev/null && command -v mariadbd >/dev/null &&
+		command -v mariadb-install-db >/dev/null && command -v sacctmgr >/dev/null; then
+		return
+	fi
+	if [ "$(id -u)" != 0 ]; then
+		echo "fidelity-slurm: slurmdbd or MariaDB is not installed and this is not root: apt-get install slurmdbd mariadb-server" >&2
+		exit 2
+	fi
+	apt-get update
+	DEBIAN_FRONTEND=noninteractive apt-get install -y slurmdbd mariadb-server
+}
+
+# start_slurmdbd DIR: a private MariaDB and slurmdbd in DIR (files under
+# DIR/mysql, DIR/run, DIR/log), their PID files appended to PIDFILES.
+start_slurmdbd() {
+	local D=$1
+	ensure_slurmdbd
+	mariadb-install-db --no-defaults --user=root --datadir="$D/mysql" \
+		--auth-root-authentication-method=normal --skip-test-db >"$D/log/mariadb-install.log" 2>&1
+	# in a subshell, so that the submission loop's `wait` does not wait for it
+	(mariadbd --no-defaults --user=root --datadir="$D/mysql" \
+		--socket="$D/run/mysql.sock" --port=$((PORT_BASE + 6)) --bind-address=127.0.0.1 \
+		--pid-file="$D/run/mariadbd.pid" --log-error="$D/log/mariadbd.log" \
+		--skip-name-resolve --innodb-buffer-pool-size=64M &)
+	for _ in $(seq 100); do [ -f "$D/run/mariadbd.pid" ] && [ -S "$D/run/mysql.sock" ] && break; sleep 0.2; done
+	[ -f "$D/run/mariadbd.pid" ] || { echo "fidelity-slurm: MariaDB did not start (see $D/log/mariadbd.log)" >&2; exit 1; }
+	PIDFILES+=("$D/run/mariadbd.pid")
+	{
+		echo "AuthType=auth/munge"
+		echo "AuthInfo=socket=$D/run/munge.socket"
+		echo "DbdHost=localhost"
+		echo "DbdAddr=127.0.0.1"
+		echo "DbdPort=$((PORT_BASE + 19))"
+		echo "SlurmUser=root"
+		echo "LogFile=$D/log/slurmdbd.log"
+		echo "PidFile=$D/run/slurmdbd.pid"
+		echo "StorageType=accounting_storage/mysql"
+		echo "StorageHost=127.0.0.1"
+		echo "StoragePort=$((PORT_BASE + 6))"
+		echo "StorageUser=root"
+		echo "StorageLoc=gpusimfid_acct_db"
+	} >"$D/etc/slurmdbd.conf"
+	chmod 600 "$D/etc/slurmdbd.conf"
+	slurmdbd # finds slurmdbd.conf next to $SLURM_CONF
+	for _ in $(seq 50); do [ -f "$D/run/slurmdbd.pid" ] && break; sleep 0.2; done
+	PIDFILES+=("$D/run/slurmdbd.pid")
+	for _ in $(seq 100); do sacctmgr -n list cluster >/dev/null 2>&1 && break; sleep 0.2; done
+	sacctmgr -n list cluster >/dev/null || { echo "fidelity-slurm: slurmdbd did not answer (see $D/log/slurmdbd.log)" >&2; exit 1; }
+}
+
 now() { date +%s.%N; }
 
 # epoch TIME: a Slurm timestamp (2026-11-26T18:42:47, local time) as Unix seconds.
@@ -69,7 +130,9 @@ record() {
 	WORKDIR=$D
 	trap cleanup EXIT
 	trap 'cleanup; trap - EXIT; exit 1' INT TERM
-	mkdir -p "$D"/{etc,spool,log,run,state,dev,jobs}
+	mkdir -p "$D"/{etc,spool,log,run,state,dev,jobs,mysql}
+	local dbd=
+	if grep -q '^AccountingStorageType=accounting_storage/slurmdbd' "$fix/slurm.conf"; then dbd=1; fi
 	for i in 0 1 2 3 4 5 6 7; do : >"$D/dev/nvidia$i"; done
 	mungekey -c -k "$D/etc/munge.key" -b 1024 -f
 	chmod 600 "$D/etc/munge.key"
@@ -99,7 +162,14 @@ SlurmdParameters=config_overrides
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+$(if [ -n "$dbd" ]; then
+		echo "AccountingStorageHost=localhost"
+		echo "AccountingStoragePort=$((PORT_BASE + 19))"
+		# the munge socket of the connections to slurmdbd
+		echo "AccountingStoragePass=$D/run/munge.socket"
+	else
+		echo "AccountingStorageType=accounting_storage/none"
+	fi)
 JobCompType=jobcomp/filetxt
 JobCompLoc=$D/log/jobcomp.txt
 SelectType=select/cons_tres
@@ -117,11 +187,23 @@ EOF
 	sed -e "s#@DIR@#$D#g" -e "s#Port=\[17\([0-9]*\)-17\([0-9]*\)\]#Port=[$((PORT_BASE / 1000 + 1))\1-$((PORT_BASE / 1000 + 1))\2]#" "$fix/slurm.conf" >>"$D/etc/slurm.conf"
 	echo "Name=gpu File=$D/dev/nvidia[0-7]" >"$D/etc/gres.conf"
 	export SLURM_CONF=$D/etc/slurm.conf
+	if [ -n "$dbd" ]; then
+		start_slurmdbd "$D"
+		[ -f "$fix/sacctmgr.txt" ] || { echo "fidelity-slurm: $fix/sacctmgr.txt: missing (slurmdbd fixture)" >&2; exit 2; }
+		local cmd
+		while read -r cmd; do
+			case "$cmd" in '#'* | '') continue ;; esac
+			# shellcheck disable=SC2086 # one sacctmgr command line per line
+			sacctmgr -i $cmd >>"$D/log/sacctmgr.log" 2>&1 ||
+				{ echo "fidelity-slurm: sacctmgr $cmd failed:" >&2; cat "$D/log/sacctmgr.log" >&2; exit 1; }
+		done <"$fix/sacctmgr.txt"
+	fi
 	local ctld_start
 	ctld_start=$(now)
 	slurmctld -f "$SLURM_CONF" -i
 	PIDFILES+=("$D/run/slurmctld.pid")
 	for _ in $(seq 50); do scontrol ping >/dev/null 2>&1 && break; sleep 0.2; done
+	scontrol ping >/dev/null 2>&1 || { echo "fidelity-slurm: slurmctld did not start:" >&2; tail -5 "$D/log/slurmctld.log" >&2; exit 1; }
 	local nodes
 	nodes=$(scontrol show hostnames "$(sinfo -h -N -o %N | sort -u | paste -sd,)")
 	for n in $nodes; do
@@ -146,11 +228,11 @@ EOF
 		NF>1{cpu=(c["cpu_milli"]&&$c["cpu_milli"]!="")?$c["cpu_milli"]/1000:1;
 		rep=(c["replicas"]&&$c["replicas"]!="")?$c["replicas"]:1;
 		wt=(c["walltime_s"]&&$c["walltime_s"]!="")?$c["walltime_s"]/60:0;
-		q=c["queue"]?$c["queue"]:"";
-		print $c["id"], $c["submit_s"], rep, $c["gpus"], cpu, wt, $c["duration_s"], (q==""?"-":q)}' \
+		q=c["queue"]?$c["queue"]:""; a=c["team"]?$c["team"]:"";
+		print $c["id"], $c["submit_s"], rep, $c["gpus"], cpu, wt, $c["duration_s"], (q==""?"-":q), (a==""?"-":a)}' \
 		"$fix/jobs.csv" >"$D/jobs/list"
 	local cur=-1
-	while read -r id sub rep gpus cpu wt dur q; do
+	while read -r id sub rep gpus cpu wt dur q acct; do
 		if [ "${sub%.*}" != "$cur" ]; then
 			wait # the previous second's sbatch calls
 			cur=${sub%.*}
@@ -162,6 +244,7 @@ EOF
 		[ "$gpus" != 0 ] && args+=(--gres="gpu:$gpus")
 		[ "$wt" != 0 ] && args+=(-t "$wt")
 		[ "$q" != - ] && args+=(-p "$q")
+		[ "$acct" != - ] && args+=(-A "$acct")
 		sbatch "${args[@]}" --wrap "sleep $dur" >/dev/null &
 	done <"$D/jobs/list"
 	wait
@@ -215,6 +298,14 @@ EOF
 		done <"$D/log/jobcomp.txt"
 	} >"$fix/recorded.csv.tmp"
 	mv "$fix/recorded.csv.tmp" "$fix/recorded.csv"
+	# BFPLANS=1 (or an existing bfplans.csv): backfill's plans, from the
+	# _dump_job_sched lines, for cycles before BFPLANS_UNTIL seconds (all if
+	# unset), and the times of all backfill cycles (bfcycles.csv)
+	if [ -n "${BFPLANS:-}" ] || [ -f "$fix/bfplans.csv" ]; then
+		"$(dirname "$0")/slurm-bfplans.sh" "$D/log/slurmctld.log" "$T0" |
+			awk -F, -v u="${BFPLANS_UNTIL:-}" 'NR == 1 || u == "" || $1 < u' >"$fix/bfplans.csv"
+		"$(dirname "$0")/slurm-bfplans.sh" --cycles "$D/log/slurmctld.log" "$T0" >"$fix/bfcycles.csv"
+	fi
 	local ctld_rel
 	ctld_rel=$(echo "$ctld_start - $T0" | bc -l)
 	{
@@ -223,6 +314,13 @@ EOF
 		echo "t0_unix: $T0"
 		echo "t0_second_of_minute: $((T0 % 60))"
 		printf 'slurmctld_start_s: %.1f\n' "$ctld_rel"
+		# priority/multifactor's decay thread logs its start (the
+		# PriorityCalcPeriod passes are timed from it; only with slurmdbd)
+		local dl
+		dl=$(grep -m1 '_read_last_decay_ran' "$D/log/slurmctld.log" | cut -d' ' -f1 | tr -d '[]' || true)
+		if [ -n "$dl" ] && [ -n "$dbd" ]; then
+			printf 'decay_start_s: %.3f\n' "$(echo "$(date -d "$dl" +%s.%3N) - $T0" | bc -l)"
+		fi
 	} >"$fix/recorded.meta"
 	cleanup
 	trap - EXIT

@@ -131,6 +131,9 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 				s.resTimes = insertTime(s.resTimes, max(rstart, now))
 				s.resTimes = insertTime(s.resTimes, rend)
 			}
+			if s.onReserve != nil {
+				s.onReserve(now, j, found, rend, s.nodesTmp)
+			}
 			p.Reserve(j.Ref, found)
 			p.Wait(j.Ref, s.waitReason(j, pt, now, lim))
 		}

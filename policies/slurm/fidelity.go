@@ -3,6 +3,7 @@ package slurm
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/gpusim/gpusim/sim"
@@ -68,6 +69,24 @@ func (s *Slurm) onTick(now sim.Time, iv sim.Duration) bool {
 	return (now+sim.Time(s.uptime))%sim.Time(iv) == 0
 }
 
+// bfTick reports whether a backfill cycle runs at now and when the next one
+// is due: every bf_interval from slurmctld's start, or, when the fidelity
+// tests set bfCycles, at the cycle times a recording logged.
+func (s *Slurm) bfTick(now sim.Time) (bool, sim.Time) {
+	if s.bfCycles == nil {
+		return s.onTick(now, s.bfInterval), s.nextTick(now, s.bfInterval)
+	}
+	i, found := slices.BinarySearch(s.bfCycles, now)
+	if found {
+		i++
+	}
+	next := sim.Never
+	if i < len(s.bfCycles) {
+		next = s.bfCycles[i]
+	}
+	return found, next
+}
+
 // nextTick is the first tick of a pass of period iv after now.
 func (s *Slurm) nextTick(now sim.Time, iv sim.Duration) sim.Time {
 	u := sim.Time(s.uptime)
@@ -86,10 +105,11 @@ func (s *Slurm) ceilTick(t sim.Time, iv sim.Duration) sim.Time {
 }
 
 // firstCalc is the first PriorityCalcPeriod step after t=0 (the decay thread
-// runs at slurmctld's start and every period after it).
+// runs when it starts, params.calcUptime before t=0, and every period
+// after it).
 func (s *Slurm) firstCalc() sim.Time {
 	p := sim.Time(s.calcPeriod)
-	return p - sim.Time(s.uptime)%p
+	return p - sim.Time(s.calcUptime)%p
 }
 
 // quantDown rounds t down to a multiple of bf_resolution of the wall clock

@@ -127,7 +127,7 @@ func readMeta(t *testing.T, path string) map[string]string {
 }
 
 // runFidelity replays fixture dir in gpusim and compares with its recording.
-func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job, map[string][]recRun) {
+func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job, map[string][]recRun, *firstNodes) {
 	t.Helper()
 	// recorded runs
 	rc, rrows := readCSV(t, filepath.Join(dir, "recorded.csv"))
@@ -171,6 +171,9 @@ func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job,
 		if k, ok := jc["user"]; ok {
 			sp.User = r[k]
 		}
+		if k, ok := jc["team"]; ok {
+			sp.Team = r[k] // the Slurm account (sbatch -A)
+		}
 		specs = append(specs, sp)
 	}
 	// Slurm's job id order (jobs of one second are submitted concurrently)
@@ -199,6 +202,11 @@ func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job,
 	sec, _ := strconv.Atoi(meta["t0_second_of_minute"])
 	ctld, _ := strconv.ParseFloat(meta["slurmctld_start_s"], 64)
 	clock := fmt.Sprintf("\nclockOffset: %ds\ncontrollerUptime: %.1fs\nversion: %q\n", sec, max(-ctld-bfThreadLag, 0), meta["slurm_version"])
+	if d, ok := meta["decay_start_s"]; ok {
+		// priority/multifactor's decay thread (fixtures with slurmdbd)
+		ds, _ := strconv.ParseFloat(d, 64)
+		clock += fmt.Sprintf("calcUptime: %.3fs\n", max(-ds, 0))
+	}
 	var n yaml.Node
 	if err := yaml.Unmarshal(append(pb, clock...), &n); err != nil {
 		t.Fatal(err)
@@ -211,19 +219,59 @@ func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job,
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &firstNodes{Slurm: pol.(*Slurm), nodes: map[sim.JobRef][]sim.NodeID{}}
+	rec := &firstNodes{Slurm: pol.(*Slurm), nodes: map[sim.JobRef][]sim.NodeID{}, plans: map[int64]map[string]bfPlan{}}
+	if _, err := os.Stat(filepath.Join(dir, "bfcycles.csv")); err == nil {
+		// the backfill cycles at the times the recording logged
+		cc, crows := readCSV(t, filepath.Join(dir, "bfcycles.csv"))
+		for _, r := range crows {
+			if x := atof(t, r[cc["cycle_s"]]); x >= 0 {
+				rec.Slurm.bfCycles = append(rec.Slurm.bfCycles, sim.Time(sim.Seconds(x)))
+			}
+		}
+	}
+	rec.Slurm.onReserve = func(now sim.Time, j *sim.Job, start, end sim.Time, nodes []sim.NodeID) {
+		sec := int64(math.Floor(now.Seconds()))
+		if rec.plans[sec] == nil {
+			rec.plans[sec] = map[string]bfPlan{}
+		}
+		rec.plans[sec][string(j.Spec.ID)] = bfPlan{int64(math.Floor(start.Seconds())), int64(math.Floor(end.Seconds())), strings.Join(nodeNames(nodes), "|")}
+	}
 	res := simtest.RunConfig(t, sim.Config{Cluster: c, Jobs: specs, Policy: rec, Seed: 1})
 	got := map[string]*sim.Job{}
 	for i := range res.Jobs {
 		got[string(res.Jobs[i].Spec.ID)] = &res.Jobs[i]
 	}
-	return compareFidelity(specs, got, rec.nodes, runs), got, runs
+	return compareFidelity(specs, got, rec.nodes, runs), got, runs, rec
 }
 
-// firstNodes records the nodes of each job's first run.
+// firstNodes records the nodes of each job's first run, and the association
+// tree after each PriorityCalcPeriod step.
 type firstNodes struct {
 	*Slurm
 	nodes map[sim.JobRef][]sim.NodeID
+	calcs []calcSnap
+	plans map[int64]map[string]bfPlan // backfill reservations by the tick's whole second, by job
+}
+
+// bfPlan is one backfill reservation: the will-run start and the slot's end
+// in whole seconds, and the nodes (Slurm's names).
+type bfPlan struct {
+	start, end int64
+	nodes      string
+}
+
+// calcSnap is the association tree after the calc step at time at.
+type calcSnap struct {
+	at    sim.Time
+	assoc []assoc
+}
+
+func (f *firstNodes) Schedule(v *sim.View, pl *sim.Plan) error {
+	err := f.Slurm.Schedule(v, pl)
+	if f.Slurm.tree != nil && (len(f.calcs) == 0 || f.calcs[len(f.calcs)-1].at != f.Slurm.lastCalc) {
+		f.calcs = append(f.calcs, calcSnap{f.Slurm.lastCalc, slices.Clone(f.Slurm.tree.a)})
+	}
+	return err
 }
 
 func (f *firstNodes) Observe(v *sim.View, e sim.Event) {
@@ -310,7 +358,7 @@ func TestFidelity(t *testing.T) {
 		dir := filepath.Dir(f)
 		name := filepath.Base(dir)
 		t.Run(name, func(t *testing.T) {
-			r, _, _ := runFidelity(t, dir)
+			r, _, _, _ := runFidelity(t, dir)
 			var want fidelityWant
 			if b, err := os.ReadFile(filepath.Join(dir, "want.yaml")); err == nil {
 				if err := yaml.Unmarshal(b, &want); err != nil {

@@ -82,6 +82,12 @@ type Params struct {
 	// share, and no PriorityCalcPeriod recalculation, so the age factor stays
 	// 0 (sprio in the fidelity fixture priority).
 	AccountingStorage string `yaml:"accountingStorage"`
+	// AccountingStorageEnforce is slurm.conf's AccountingStorageEnforce
+	// (comma-separated: associations, limits, qos, safe, wckeys, nojobs,
+	// nosteps, all, none; default "associations,limits"). Without limits (or
+	// safe, all), the usage a run accrued since the last PriorityCalcPeriod
+	// pass is lost when it ends, as in Slurm (see parseEnforce).
+	AccountingStorageEnforce string `yaml:"accountingStorageEnforce"`
 	// GangNodes: distinct (the default: each replica of a gang on its own
 	// node, as sbatch -N replicas --ntasks-per-node=1 asks) or shared
 	// (replicas may share a node, gpusim's model before issue 17).
@@ -98,6 +104,12 @@ type Params struct {
 	// periodic passes (sched_interval, bf_interval, PriorityCalcPeriod) are
 	// timed from its start (default 0).
 	ControllerUptime *policies.Dur `yaml:"controllerUptime"`
+	// CalcUptime is how long priority/multifactor's decay thread
+	// (_decay_thread, which runs the PriorityCalcPeriod passes) had been
+	// running at t=0 (default: controllerUptime). slurmctld starts it once it
+	// has loaded the associations from slurmdbd, 1 to 2 s after its own start
+	// in the fidelity fixture fairshare.
+	CalcUptime *policies.Dur `yaml:"calcUptime"`
 	// Version selects Slurm behaviour that differs between releases:
 	// "latest" (default: SchedMD master) or "22.05" (Debian 12's 22.05.8).
 	// docs/fidelity.md lists each difference.
@@ -178,6 +190,11 @@ type PriorityConf struct {
 	CalcPeriod *policies.Dur `yaml:"calcPeriod"`
 	// DecayHalfLife of recorded usage (default 7 days; 0 = no decay).
 	DecayHalfLife *policies.Dur `yaml:"decayHalfLife"`
+	// UsageModel: exact (the default: continuous decay 2^(-t/half-life),
+	// usage charged as it accrued) or slurm (priority_multifactor.c: the
+	// per-second factor 1 - 0.693/half-life, and a step's new usage weighted
+	// by that factor over its own length; see usage.go).
+	UsageModel string `yaml:"usageModel"`
 	// FairTree selects the Fair Tree algorithm (default true); false is classic
 	// fair share (PriorityFlags=NO_FAIR_TREE).
 	FairTree *bool `yaml:"fairTree"`

@@ -19,7 +19,7 @@ import (
 func init() {
 	policies.Register(policies.Info{Name: "slurm",
 		Summary: "Slurm: partitions (tiers, time limits, overlapping node sets), priority/multifactor with Fair Tree or classic fair share, main scheduler with per-partition blocking, sched/backfill on time limits (bf_window, bf_resolution, bf_max_job_test, bf_job_part_count_reserve), partition_prio/qos preemption (CANCEL/REQUEUE/SUSPEND), advanced reservations.",
-		Params:  "partitions; partitionMapping; priority{weights, maxAge, calcPeriod, decayHalfLife, fairTree, favorSmall, smallRelativeToTime}; accounts; qos; qosMapping; schedulerParameters{sched_interval, default_queue_depth, batch_sched_delay, bf_*}; enforcePartLimits; preemptType; preemptMode; preemptExemptTime; reservations; topologyPlugin (flat|tree); nodeSelection (best-fit|first-fit); gangNodes (distinct|shared); requeueDelay; accountingStorage; clockOffset; controllerUptime; version (latest|22.05); willRun (exact|windows)"},
+		Params:  "partitions; partitionMapping; priority{weights, maxAge, calcPeriod, decayHalfLife, usageModel, fairTree, favorSmall, smallRelativeToTime}; accounts; qos; qosMapping; schedulerParameters{sched_interval, default_queue_depth, batch_sched_delay, bf_*}; enforcePartLimits; preemptType; preemptMode; preemptExemptTime; reservations; topologyPlugin (flat|tree); nodeSelection (best-fit|first-fit); gangNodes (distinct|shared); requeueDelay; accountingStorage; accountingStorageEnforce; clockOffset; controllerUptime; calcUptime; version (latest|22.05); willRun (exact|windows)"},
 		func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
 			var p Params
 			if err := policies.DecodeParams(n, &p); err != nil {
@@ -102,6 +102,8 @@ type Slurm struct {
 	wAge, wFS, wJS, wPart, wQOS float64
 	anyWeight                   bool
 	maxAge, calcPeriod, half    sim.Duration
+	usage                       usageModel   // params.priority.usageModel
+	calcUptime                  sim.Duration // params.calcUptime
 	favorSmall                  bool
 	maxJobFactor, maxQOSPrio    int
 
@@ -116,6 +118,7 @@ type Slurm struct {
 	nodeSel      nodeSel
 	distinct     bool // params.gangNodes: distinct
 	noAcct       bool // params.accountingStorage: none
+	endCharge    bool // params.accountingStorageEnforce has limits: ended runs are charged in full
 	batchDelay   sim.Duration
 	arrivedAt    sim.Time // first arrival since the last batch pass (Never: none)
 	lastBatch    sim.Time // last main pass run for arrivals
@@ -133,6 +136,16 @@ type Slurm struct {
 	fitRuns      []fitRun
 	fitOrder     []sim.NodeID
 	bfProbe      bfProbe
+	// onReserve, when set (tests), is called for each backfill reservation
+	// with the cycle's time, the job, its will-run start, the slot's end and
+	// its nodes: the fidelity tests compare the plan with slurmctld's
+	// _dump_job_sched lines.
+	onReserve func(now sim.Time, j *sim.Job, start, end sim.Time, nodes []sim.NodeID)
+	// bfCycles, when set (tests), are the times of the backfill cycles,
+	// replacing the bf_interval grid: the cycles a recording logged, which
+	// drift through the second. The will-run test then takes now's second
+	// rounded down, as time(NULL) does (floorSecond), not up.
+	bfCycles     []sim.Time
 	bfOKFn       func(sim.NodeID) bool // s.bfOK
 	notBlockedFn func(sim.NodeID) bool // s.notBlocked
 
@@ -310,6 +323,9 @@ func New(p Params) (*Slurm, error) {
 	s.maxAge = durOr(pr.MaxAge, DefaultMaxAge)
 	s.calcPeriod = durOr(pr.CalcPeriod, DefaultCalcPeriod)
 	s.half = durOr(pr.DecayHalfLife, DefaultHalfLife)
+	if s.usage, err = parseUsageModel(pr.UsageModel); err != nil {
+		errs = append(errs, err)
+	}
 	s.favorSmall = pr.FavorSmall
 	s.jsRelTime = pr.SmallRelativeToTime
 	if s.maxAge <= 0 {
@@ -398,6 +414,9 @@ func New(p Params) (*Slurm, error) {
 	default:
 		bad("accountingStorage: unknown %q (want slurmdbd or none)", p.AccountingStorage)
 	}
+	if s.endCharge, err = parseEnforce(p.AccountingStorageEnforce); err != nil {
+		errs = append(errs, err)
+	}
 	if s.distinct, err = parseGangNodes(p.GangNodes); err != nil {
 		errs = append(errs, err)
 	}
@@ -421,6 +440,10 @@ func New(p Params) (*Slurm, error) {
 	}
 	if s.clockOff < 0 {
 		bad("clockOffset: must be >= 0")
+	}
+	s.calcUptime = durOr(p.CalcUptime, s.uptime)
+	if s.calcUptime < 0 {
+		bad("calcUptime: must be >= 0")
 	}
 	if s.uptime < 0 {
 		bad("controllerUptime: must be >= 0")
@@ -727,8 +750,11 @@ func (s *Slurm) Observe(v *sim.View, e sim.Event) {
 		info.acctFrom = e.Time
 	case sim.EvFinish, sim.EvKill, sim.EvTimeout, sim.EvPreempt, sim.EvSuspend:
 		s.freed = true
-		if e.Time > info.acctFrom {
-			s.pendUsage[info.assoc] += gpuUnits(&j.Spec) * e.Time.Sub(info.acctFrom).Seconds()
+		// Without AccountingStorageEnforce=limits, a run's usage since the
+		// last calc step is lost when it ends (parseEnforce); a suspension
+		// is not an end.
+		if e.Time > info.acctFrom && (s.endCharge || e.Kind == sim.EvSuspend) {
+			s.pendUsage[info.assoc] += s.newUsage(gpuUnits(&j.Spec), info.acctFrom, e.Time)
 		}
 		info.acctFrom = e.Time
 		switch e.Kind {
@@ -792,28 +818,42 @@ func (s *Slurm) calc(v *sim.View) {
 			k := (now - step) / sim.Time(s.calcPeriod)
 			step += k * sim.Time(s.calcPeriod)
 		}
-		if s.half > 0 {
-			s.tree.decay(math.Exp2(-float64(step-s.lastCalc) / float64(s.half)))
-		}
-		for a, u := range s.pendUsage {
-			if u != 0 {
-				s.tree.charge(int32(a), u)
-				s.pendUsage[a] = 0
+		if s.usage == usageSlurm {
+			// usage charged at a run's end decays with the rest (_apply_decay)
+			s.chargePending()
+			if s.classicLag() {
+				s.tree.recompute()
 			}
 		}
+		if f := s.decayFactor(s.lastCalc, step); f != 1 {
+			s.tree.decay(f)
+		}
+		s.chargePending()
 		for _, r := range v.Running() {
 			info := &s.jobs[r.Ref]
 			if step > info.acctFrom {
-				s.tree.charge(info.assoc, gpuUnits(&r.Spec)*step.Sub(info.acctFrom).Seconds())
+				s.tree.charge(info.assoc, s.newUsage(gpuUnits(&r.Spec), info.acctFrom, step))
 				info.acctFrom = step
 			}
 		}
 		s.lastCalc = step
 		s.nextCalc = step.Add(s.calcPeriod)
 	}
-	s.tree.recompute()
+	if !s.classicLag() {
+		s.tree.recompute()
+	}
 	for j := v.PendingHead(); j != nil; j = v.NextPending(j) {
 		s.jobs[j.Ref].prio = s.priority(v, j, s.lastCalc)
+	}
+}
+
+// chargePending records the usage of the runs that ended since the last step.
+func (s *Slurm) chargePending() {
+	for a, u := range s.pendUsage {
+		if u != 0 {
+			s.tree.charge(int32(a), u)
+			s.pendUsage[a] = 0
+		}
 	}
 }
 
@@ -941,8 +981,9 @@ func (s *Slurm) Schedule(v *sim.View, p *sim.Plan) error {
 			return err
 		}
 	}
-	s.nextBF = s.nextTick(now, s.bfInterval)
-	if s.onTick(now, s.bfInterval) {
+	runBF, nextBF := s.bfTick(now)
+	s.nextBF = nextBF
+	if runBF {
 		if err := s.backfill(v, p); err != nil {
 			return err
 		}

@@ -533,6 +533,8 @@ func TestConfigErrors(t *testing.T) {
 		{`accountingStorage: mysql`, `accountingStorage: unknown "mysql"`},
 		{`version: "21.08"`, `version: unknown Slurm version "21.08"`},
 		{`clockOffset: lots`, `clockOffset`},
+		{`priority: {usageModel: fast}`, `priority.usageModel: unknown "fast"`},
+		{`calcUptime: -1s`, `calcUptime`},
 	} {
 		var n yaml.Node
 		if err := yaml.Unmarshal([]byte(tc.params), &n); err != nil {

@@ -46,7 +46,7 @@ const willRunWindow = 30 * sim.Second
 // [start_res, start_res+lim]; the will-run test (willRunTest) gives a start T;
 // the start is max(T, start_res). The test's end_time is start_res + lim in
 // whole seconds (time(NULL)); the cycle at a tick reads the second after it
-// (ceilSecond). When it lies past later_start (the next
+// (cycleSecond: ceilSecond on the bf_interval grid). When it lies past later_start (the next
 // end of a backfill reservation after start_res) the search resumes at
 // later_start; when the chosen nodes overlap a reservation over the rounded
 // slot (_test_resv_overlap) it resumes at the start.
@@ -54,7 +54,7 @@ func (s *Slurm) windowSearch(c *sim.Cluster, j *sim.Job, pt *partition, lim sim.
 	start := now
 	for start <= horizon {
 		later := s.laterStart(pt, start, start.Add(lim), horizon)
-		s.bfProbe = bfProbe{j: j, t0: start, t1: ceilSecond(start).Add(lim)}
+		s.bfProbe = bfProbe{j: j, t0: start, t1: s.cycleSecond(start).Add(lim)}
 		t, ok := s.willRunTest(c, j, pt, now, start == now)
 		s.ov.clear()
 		switch {
@@ -301,6 +301,17 @@ func (s *Slurm) limitEnd(r runEnd) sim.Time {
 // starts fall from x.0 to x.9 s) while the replay ticks at a fixed phase;
 // the cycle is taken to read the next whole second. With the second rounded
 // down instead, fixture mixed60 agrees for 36 jobs, not 44 (docs/fidelity.md).
+// cycleSecond is the whole second a backfill cycle at t reads from
+// time(NULL): ceilSecond on the bf_interval grid, t rounded down at the
+// recorded cycle times of bfCycles.
+func (s *Slurm) cycleSecond(t sim.Time) sim.Time {
+	if s.bfCycles != nil && t != sim.Never {
+		const sec = sim.Time(sim.Second)
+		return t / sec * sec
+	}
+	return ceilSecond(t)
+}
+
 func ceilSecond(t sim.Time) sim.Time {
 	const sec = sim.Time(sim.Second)
 	if t == sim.Never {
