@@ -105,7 +105,7 @@ type Run struct {
 	AdmittedStamp float64
 	Flavor        string // the nvidia.com/gpu flavor of the first PodSet
 	Evicted       float64
-	EvictReason   string // the Evicted condition's reason (Preempted, ...)
+	EvictReason   string  // the Evicted condition's reason (Preempted, ...)
 	Released      float64 // QuotaReserved observed False after an eviction
 	Finished      float64 // the driver marked it Finished
 }
