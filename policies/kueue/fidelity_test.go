@@ -152,11 +152,11 @@ func replayFidelity(t *testing.T, dir string) kueueFidelity {
 // compareKueue computes the agreement of a recording and a replay.
 func compareKueue(jobs []kueuefid.Job, rec map[string][]kueuefid.Run, got map[string][]replayRun) kueueFidelity {
 	f := kueueFidelity{jobs: len(jobs), admittedSame: true, evictedSame: true}
-	type first struct {
+	type adm struct {
 		id         string
 		kueue, sim float64
 	}
-	var firsts []first
+	var adms []adm
 	for _, j := range jobs {
 		rs, gs := rec[j.ID], got[j.ID]
 		if (len(rs) > 0) != (len(gs) > 0) {
@@ -192,17 +192,22 @@ func compareKueue(jobs []kueuefid.Job, rec map[string][]kueuefid.Run, got map[st
 			}
 			f.runs = append(f.runs, a)
 		}
-		if len(rs) > 0 && len(gs) > 0 {
-			firsts = append(firsts, first{j.ID, rs[0].Admitted, gs[0].admitted})
+		for i := 0; i < min(len(rs), len(gs)); i++ {
+			id := j.ID
+			if i > 0 {
+				id = fmt.Sprintf("%s#%d", j.ID, i+1)
+			}
+			adms = append(adms, adm{id, rs[i].Admitted, gs[i].admitted})
 		}
 	}
-	slices.SortStableFunc(firsts, func(a, b first) int { return cmp.Compare(a.kueue, b.kueue) })
-	for _, x := range firsts {
+	slices.SortStableFunc(adms, func(a, b adm) int { return cmp.Compare(a.kueue, b.kueue) })
+	for _, x := range adms {
 		f.orderKueue = append(f.orderKueue, x.id)
 	}
-	// gpusim's order; admissions at one virtual time keep Kueue's order
-	slices.SortStableFunc(firsts, func(a, b first) int { return cmp.Compare(a.sim, b.sim) })
-	for _, x := range firsts {
+	// gpusim's order; admissions at one virtual time keep Kueue's order.
+	// Every admission that both made counts (a job's n-th run is "id#n").
+	slices.SortStableFunc(adms, func(a, b adm) int { return cmp.Compare(a.sim, b.sim) })
+	for _, x := range adms {
 		f.orderSim = append(f.orderSim, x.id)
 	}
 	f.orderSame = slices.Equal(f.orderKueue, f.orderSim)
