@@ -28,8 +28,8 @@ import (
 // either: the driver runs an admitted Workload at once).
 //
 // It compares, per fixture: the set of jobs admitted, the set of jobs
-// evicted and the number of evictions, the order of first admissions, and
-// every admission's time (run by run).
+// evicted and the number of evictions, the order of all admissions that
+// both made, and every admission's time (run by run).
 
 // fidelityWant is want.yaml: the agreement a fixture must reach.
 type fidelityWant struct {
@@ -38,7 +38,7 @@ type fidelityWant struct {
 	Tolerance float64 `yaml:"tolerance"`
 	// MaxOff is the most admissions that may differ by more than Tolerance.
 	MaxOff int `yaml:"maxOff"`
-	// OrderDiffers allows a different order of first admissions.
+	// OrderDiffers allows a different admission order.
 	OrderDiffers bool `yaml:"orderDiffers"`
 	// EvictionsDiffer allows different evicted sets or counts.
 	EvictionsDiffer bool `yaml:"evictionsDiffer"`
