@@ -90,8 +90,9 @@ func (r *runRecorder) Observe(v *sim.View, e sim.Event) {
 	case sim.EvEvict: // admitted and evicted before it started: both now
 		r.runs[e.Job] = append(r.runs[e.Job], replayRun{admitted: t, evicted: t})
 	case sim.EvPreempt: // after the grace period that followed the eviction
-		rs := r.runs[e.Job]
-		rs[len(rs)-1].evicted = t - r.grace
+		if rs := r.runs[e.Job]; len(rs) > 0 {
+			rs[len(rs)-1].evicted = t - r.grace
+		}
 	}
 	r.Kueue.Observe(v, e)
 }
