@@ -228,7 +228,13 @@ func (f *kueueFidelity) offCount(tol float64) (int, []string) {
 }
 
 func TestKueueFidelity(t *testing.T) {
-	files, err := filepath.Glob("testdata/fidelity/*/recorded.csv")
+	// GPUSIM_KUEUEFID_DIR replays fixtures recorded elsewhere (a fresh
+	// recording of copies, without touching the committed ones).
+	root := "testdata/fidelity"
+	if d := os.Getenv("GPUSIM_KUEUEFID_DIR"); d != "" {
+		root = d
+	}
+	files, err := filepath.Glob(filepath.Join(root, "*", "recorded.csv"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no Kueue fidelity fixtures: %v", err)
 	}
