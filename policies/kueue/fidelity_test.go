@@ -38,11 +38,18 @@ type fidelityWant struct {
 	Tolerance float64 `yaml:"tolerance"`
 	// MaxOff is the most admissions that may differ by more than Tolerance.
 	MaxOff int `yaml:"maxOff"`
-	// OrderDiffers allows a different admission order.
-	OrderDiffers bool `yaml:"orderDiffers"`
+	// MaxInversions is the most pairs of admissions that Kueue made more
+	// than orderGap apart and gpusim in the opposite order.
+	MaxInversions int `yaml:"maxInversions"`
 	// EvictionsDiffer allows different evicted sets or counts.
 	EvictionsDiffer bool `yaml:"evictionsDiffer"`
 }
+
+// orderGap is how far apart (s) two of Kueue's admissions must be for their
+// order to count: closer ones are one requeue batch's consecutive cycles,
+// whose order a re-recording changed (hierarchical: l9 9 ms before l8),
+// and the driver's latency was at most 0.38 s.
+const orderGap = 0.5
 
 // replayRun is one admission in gpusim.
 type replayRun struct {
@@ -56,7 +63,8 @@ type kueueFidelity struct {
 	admittedSame, evictedSame bool
 	evictionsKueue            int
 	evictionsSim              int
-	orderSame                 bool
+	orderSame                 bool // the same sequence, gpusim's ties in Kueue's order
+	inversions                int  // pairs more than orderGap apart in Kueue, reversed in gpusim
 	admissions                int
 	maxDiff                   float64
 	runs                      []admissionDiff
@@ -212,6 +220,13 @@ func compareKueue(jobs []kueuefid.Job, rec map[string][]kueuefid.Run, got map[st
 		f.orderSim = append(f.orderSim, x.id)
 	}
 	f.orderSame = slices.Equal(f.orderKueue, f.orderSim)
+	for _, x := range adms {
+		for _, y := range adms {
+			if x.kueue+orderGap < y.kueue && x.sim > y.sim {
+				f.inversions++
+			}
+		}
+	}
 	return f
 }
 
@@ -238,7 +253,7 @@ func TestKueueFidelity(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no Kueue fidelity fixtures: %v", err)
 	}
-	t.Logf("| fixture | jobs | admitted same | evicted same (Kueue/gpusim evictions) | order same | admissions | within tol | max |Δ| |")
+	t.Logf("| fixture | jobs | admitted same | evicted same (Kueue/gpusim evictions) | order same (inversions) | admissions | within tol | max |Δ| |")
 	for _, file := range files {
 		dir := filepath.Dir(file)
 		name := filepath.Base(dir)
@@ -256,16 +271,17 @@ func TestKueueFidelity(t *testing.T) {
 			}
 			f := replayFidelity(t, dir)
 			off, offRuns := f.offCount(want.Tolerance)
-			t.Logf("| %s | %d | %v | %v (%d/%d) | %v | %d | %d | %.2f s |", name, f.jobs, f.admittedSame, f.evictedSame,
-				f.evictionsKueue, f.evictionsSim, f.orderSame, f.admissions, f.admissions-off, f.maxDiff)
+			t.Logf("| %s | %d | %v | %v (%d/%d) | %v (%d) | %d | %d | %.2f s |", name, f.jobs, f.admittedSame, f.evictedSame,
+				f.evictionsKueue, f.evictionsSim, f.orderSame, f.inversions, f.admissions, f.admissions-off, f.maxDiff)
 			if !f.admittedSame {
 				t.Errorf("admitted sets differ")
 			}
 			if !want.EvictionsDiffer && (!f.evictedSame || f.evictionsKueue != f.evictionsSim) {
 				t.Errorf("evictions differ: Kueue %d, gpusim %d (same jobs: %v)", f.evictionsKueue, f.evictionsSim, f.evictedSame)
 			}
-			if !want.OrderDiffers && !f.orderSame {
-				t.Errorf("admission order differs:\nKueue  %s\ngpusim %s", strings.Join(f.orderKueue, " "), strings.Join(f.orderSim, " "))
+			if f.inversions > want.MaxInversions {
+				t.Errorf("%d admission-order inversions (want at most %d):\nKueue  %s\ngpusim %s", f.inversions, want.MaxInversions,
+					strings.Join(f.orderKueue, " "), strings.Join(f.orderSim, " "))
 			}
 			if off > want.MaxOff {
 				t.Errorf("%d admissions off by more than %.1f s (want at most %d):\n%s", off, want.Tolerance, want.MaxOff, strings.Join(offRuns, "\n"))
@@ -295,7 +311,7 @@ func TestCompareKueue(t *testing.T) {
 		"c": {{admitted: 5, evicted: nan}}, // at b's virtual time: Kueue's order kept
 	}
 	f := compareKueue(jobs, rec, got)
-	if !f.admittedSame || !f.evictedSame || f.evictionsKueue != 1 || f.evictionsSim != 1 || !f.orderSame || f.admissions != 4 {
+	if !f.admittedSame || !f.evictedSame || f.evictionsKueue != 1 || f.evictionsSim != 1 || !f.orderSame || f.inversions != 0 || f.admissions != 4 {
 		t.Fatalf("got %+v", f)
 	}
 	if math.Abs(f.maxDiff-1.3) > 1e-9 {
@@ -308,8 +324,8 @@ func TestCompareKueue(t *testing.T) {
 	got["c"] = []replayRun{{admitted: 4, evicted: nan}}
 	got["a"] = []replayRun{{admitted: 0, evicted: nan}}
 	f = compareKueue(jobs, rec, got)
-	if !f.admittedSame || f.evictedSame || f.evictionsSim != 0 || f.orderSame {
-		t.Fatalf("got %+v", f)
+	if !f.admittedSame || f.evictedSame || f.evictionsSim != 0 || f.orderSame || f.inversions != 1 {
+		t.Fatalf("got %+v", f) // b (5.05) and c (6.0) are 0.95 s apart in Kueue: an inversion
 	}
 	if off, _ := f.offCount(1.0); off != 2 { // a's run 2 missing, c 2 s early
 		t.Fatalf("off %d, want 2", off)
