@@ -5,7 +5,7 @@ PKGS     ?= ./...
 # Packages whose tests the CI runs (everything; fuzz seeds run as unit tests).
 TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: e2e e2e-deps all build test vet staticcheck unit unit-lpsolve race bench bench-full demo fuzz clean help fmt fidelity-slurm
+.PHONY: e2e e2e-deps all build test vet staticcheck unit unit-lpsolve race bench bench-full demo fuzz clean help fmt fidelity-slurm fidelity-kueue
 
 all: build
 
@@ -63,6 +63,16 @@ FIXTURES ?= $(wildcard policies/slurm/testdata/fidelity/*/)
 
 fidelity-slurm: ## record real Slurm on the fidelity fixtures (FIXTURES=dir...; ~25 min; needs root or Slurm installed)
 	scripts/fidelity-slurm.sh $(FIXTURES)
+
+# The real Kueue controller as oracle (docs/fidelity.md): builds the Kueue
+# v0.17.0 manager from the module proxy (scripts/ensure-kueue.sh, cached like
+# the API server), runs it against kubetest's etcd + kube-apiserver with its
+# webhooks on loopback, plays each fixture's Workloads and rewrites its
+# recorded.csv and recorded.meta. About 1-2 minutes per fixture; needs root.
+KUEUE_FIXTURES ?= $(wildcard policies/kueue/testdata/fidelity/*/)
+
+fidelity-kueue: ## record the real Kueue controller on its fidelity fixtures (KUEUE_FIXTURES=dir...; needs root)
+	scripts/fidelity-kueue.sh $(KUEUE_FIXTURES)
 
 # End-to-end tests against a real kube-apiserver + etcd (docs/e2e.md). The
 # binaries are built from the Go module proxy into ~/.cache/gpusim-e2e/<key>/

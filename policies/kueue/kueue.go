@@ -40,6 +40,10 @@ type Params struct {
 	// holding quota) after Kueue evicts it: the pods' termination grace period
 	// (default 30s, Kubernetes' terminationGracePeriodSeconds default).
 	EvictionGracePeriod *policies.Dur `yaml:"evictionGracePeriod"`
+	// RequeueBatchPeriod delays the return of a cohort tree's inadmissible
+	// (parked) workloads to their queues after quota is freed, as Kueue's
+	// requeuer batches it (1s in Kueue; default 0: at once). requeue.go.
+	RequeueBatchPeriod *policies.Dur `yaml:"requeueBatchPeriod"`
 	// Placement chooses nodes for admitted workloads (kube-scheduler's role):
 	// first-fit (default), best-fit or spread.
 	Placement string `yaml:"placement"`
@@ -60,7 +64,7 @@ const DefaultEvictionGrace = 30 * sim.Second
 func init() {
 	policies.Register(policies.Info{Name: "kueue",
 		Summary: "Kueue admission: ClusterQueues with nominal/borrowing/lending quota per flavor, (hierarchical) cohorts, StrictFIFO/BestEffortFIFO, one head per queue per cycle, classical preemption with fill-back, TAS; fair sharing (DRS order, fair preemption), Admission Fair Sharing and waitForPodsReady from a Kueue Configuration; from real Kueue manifests.",
-		Params:  "manifests (file/dir) or inline; queueMapping; priorityClassByJobClass; flavorModels; evictionGracePeriod (30s); placement; topologyLevelMapping; topologyRequests"},
+		Params:  "manifests (file/dir) or inline; queueMapping; priorityClassByJobClass; flavorModels; evictionGracePeriod (30s); requeueBatchPeriod (0s); placement; topologyLevelMapping; topologyRequests"},
 		func(n *yaml.Node, env policies.Env) (sim.Policy, error) {
 			var p Params
 			if err := policies.DecodeParams(n, &p); err != nil {
@@ -157,6 +161,8 @@ type Kueue struct {
 	lqToCQ     map[string]*clusterQueue
 	wls        []*workload
 	grace      sim.Duration
+	batch      sim.Duration // requeue batch period (requeue.go)
+	requeues   []requeueAt  // pending batched requeues (requeue.go)
 	placer     placement.Placer
 	prepC      *sim.Cluster // cluster placer was prepared for (placement.Prepare)
 	pl         placement.Placement
@@ -258,6 +264,9 @@ func New(p Params, env policies.Env) (*Kueue, error) {
 	k := &Kueue{p: p, m: m, frIndex: map[[2]string]int{}, cqByName: map[string]*clusterQueue{}, lqToCQ: map[string]*clusterQueue{}, grace: DefaultEvictionGrace}
 	if p.EvictionGracePeriod != nil {
 		k.grace = sim.Duration(*p.EvictionGracePeriod)
+	}
+	if p.RequeueBatchPeriod != nil {
+		k.batch = sim.Duration(*p.RequeueBatchPeriod)
 	}
 	k.placer = placer
 	for _, name := range slices.Sorted(maps.Keys(p.PriorityClassByJobClass)) {
@@ -551,7 +560,7 @@ func (k *Kueue) Observe(v *sim.View, e sim.Event) {
 		if w != nil && w.state != wlDone {
 			k.release(w)
 			w.state = wlDone
-			k.unpark(w.cq)
+			k.batchRequeue(w.cq, v.Now())
 			k.tasUnpark()
 		}
 	case sim.EvPreempt:

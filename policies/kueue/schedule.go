@@ -43,6 +43,7 @@ func (k *Kueue) Schedule(v *sim.View, p *sim.Plan) error {
 	}
 	k.beginPoint(v)
 	now := v.Now()
+	k.fireRequeues(now)
 	// 1. Evictions whose grace period is over: the victims terminate and release quota.
 	keep := k.evictions[:0]
 	for _, ev := range k.evictions {
@@ -89,6 +90,7 @@ func (k *Kueue) Schedule(v *sim.View, p *sim.Plan) error {
 		}
 	}
 	k.podsReadyWakes(p)
+	k.requeueWakes(p)
 	for _, ev := range k.evictions {
 		p.Wake(ev.at)
 	}
@@ -123,7 +125,7 @@ func (k *Kueue) evict(p *sim.Plan, ev eviction) error {
 	// (waiting for the EvPreempt notification would leave it out until the next
 	// unrelated event).
 	k.push(w)
-	k.unpark(w.cq)
+	k.batchRequeue(w.cq, ev.at)
 	return nil
 }
 

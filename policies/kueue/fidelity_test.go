@@ -1,0 +1,338 @@
+package kueue
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gpusim/gpusim/internal/kueuefid"
+	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
+)
+
+// The Kueue fidelity fixtures (testdata/fidelity/<name>/, format in package
+// internal/kueuefid) hold what the real Kueue controller (v0.17.0, recorded
+// by `make fidelity-kueue`) did with a set of standalone Workloads. The
+// replay below runs gpusim's kueue policy on the same manifests and jobs,
+// with no daemon: every job is submitted when the recorder created its
+// Workload and runs its duration once admitted. The cluster has a node per
+// pod, so placement never delays an admission (the recording has no nodes
+// either: the driver runs an admitted Workload at once).
+//
+// It compares, per fixture: the set of jobs admitted, the set of jobs
+// evicted and the number of evictions, the order of all admissions that
+// both made, and every admission's time (run by run).
+
+// fidelityWant is want.yaml: the agreement a fixture must reach.
+type fidelityWant struct {
+	// Tolerance (seconds) for each admission time: one scheduling cycle
+	// plus the driver's latency (docs/fidelity.md).
+	Tolerance float64 `yaml:"tolerance"`
+	// MaxOff is the most admissions that may differ by more than Tolerance.
+	MaxOff int `yaml:"maxOff"`
+	// MaxInversions is the most pairs of admissions that Kueue made more
+	// than orderGap apart and gpusim in the opposite order.
+	MaxInversions int `yaml:"maxInversions"`
+	// EvictionsDiffer allows different evicted sets or counts.
+	EvictionsDiffer bool `yaml:"evictionsDiffer"`
+}
+
+// orderGap is how far apart (s) two of Kueue's admissions must be for their
+// order to count: closer ones are one requeue batch's consecutive cycles,
+// whose order a re-recording changed (hierarchical: l9 9 ms before l8),
+// and the driver's latency was at most 0.38 s.
+const orderGap = 0.5
+
+// replayRun is one admission in gpusim.
+type replayRun struct {
+	admitted float64
+	evicted  float64 // when Kueue's eviction was decided (NaN: not evicted)
+}
+
+// kueueFidelity is a fixture's agreement.
+type kueueFidelity struct {
+	jobs                      int
+	admittedSame, evictedSame bool
+	evictionsKueue            int
+	evictionsSim              int
+	orderSame                 bool // the same sequence, gpusim's ties in Kueue's order
+	inversions                int  // pairs more than orderGap apart in Kueue, reversed in gpusim
+	admissions                int
+	maxDiff                   float64
+	runs                      []admissionDiff
+	orderKueue, orderSim      []string
+}
+
+// admissionDiff is one admission (run) of a job in Kueue and in gpusim; a
+// run only one of them made has NaN for the other.
+type admissionDiff struct {
+	id         string
+	run        int
+	kueue, sim float64
+}
+
+func (a admissionDiff) String() string {
+	return fmt.Sprintf("%s run %d: Kueue %.3f gpusim %.3f", a.id, a.run, a.kueue, a.sim)
+}
+
+// runRecorder records gpusim's admissions and evictions per job.
+type runRecorder struct {
+	*Kueue
+	grace float64
+	runs  map[sim.JobRef][]replayRun
+}
+
+func (r *runRecorder) Observe(v *sim.View, e sim.Event) {
+	t := e.Time.Seconds()
+	switch e.Kind {
+	case sim.EvStart:
+		r.runs[e.Job] = append(r.runs[e.Job], replayRun{admitted: t, evicted: math.NaN()})
+	case sim.EvEvict: // admitted and evicted before it started: both now
+		r.runs[e.Job] = append(r.runs[e.Job], replayRun{admitted: t, evicted: t})
+	case sim.EvPreempt: // after the grace period that followed the eviction
+		if rs := r.runs[e.Job]; len(rs) > 0 {
+			rs[len(rs)-1].evicted = t - r.grace
+		}
+	}
+	r.Kueue.Observe(v, e)
+}
+
+// replayFidelity replays fixture dir in gpusim and compares it with the recording.
+func replayFidelity(t *testing.T, dir string) kueueFidelity {
+	t.Helper()
+	jobs, err := kueuefid.ReadJobs(filepath.Join(dir, "jobs.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recRuns, err := kueuefid.ReadRuns(filepath.Join(dir, "recorded.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := map[string][]kueuefid.Run{}
+	for _, r := range recRuns {
+		rec[r.ID] = append(rec[r.ID], r)
+	}
+	for _, rs := range rec {
+		slices.SortFunc(rs, func(a, b kueuefid.Run) int { return a.Run - b.Run })
+	}
+	// the jobs, submitted when the recorder created them
+	var specs []sim.JobSpec
+	pods := 0
+	for _, j := range jobs {
+		submit := j.Submit
+		if rs := rec[j.ID]; len(rs) > 0 {
+			submit = rs[0].Created
+		}
+		specs = append(specs, sim.JobSpec{ID: sim.JobID(j.ID), Submit: sim.Time(sim.Seconds(submit)), Queue: j.Queue,
+			GPUsPerReplica: j.GPUs, Replicas: j.Replicas, GPUMilli: sim.WholeGPU, Duration: sim.Seconds(j.Duration), Priority: j.Priority})
+		pods += int(j.Replicas)
+	}
+	slices.SortStableFunc(specs, func(a, b sim.JobSpec) int { return cmp.Compare(a.Submit, b.Submit) })
+	pb, err := os.ReadFile(filepath.Join(dir, "params.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n yaml.Node
+	if err := yaml.Unmarshal(pb, &n); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policies.NewWithEnv("kueue", n.Content[0], policies.Env{BaseDir: dir})
+	if err != nil {
+		t.Fatalf("%s/params.yaml: %v", dir, err)
+	}
+	k := pol.(*Kueue)
+	r := &runRecorder{Kueue: k, grace: k.grace.Seconds(), runs: map[sim.JobRef][]replayRun{}}
+	res := simtest.RunConfig(t, sim.Config{Cluster: simtest.Cluster(t, simtest.Nodes(pods, 8)), Jobs: specs, Policy: r, Seed: 1})
+	got := map[string][]replayRun{}
+	for i := range res.Jobs {
+		got[string(res.Jobs[i].Spec.ID)] = r.runs[res.Jobs[i].Ref]
+	}
+	return compareKueue(jobs, rec, got)
+}
+
+// compareKueue computes the agreement of a recording and a replay.
+func compareKueue(jobs []kueuefid.Job, rec map[string][]kueuefid.Run, got map[string][]replayRun) kueueFidelity {
+	f := kueueFidelity{jobs: len(jobs), admittedSame: true, evictedSame: true}
+	type adm struct {
+		id         string
+		kueue, sim float64
+	}
+	var adms []adm
+	for _, j := range jobs {
+		rs, gs := rec[j.ID], got[j.ID]
+		if (len(rs) > 0) != (len(gs) > 0) {
+			f.admittedSame = false
+		}
+		ek, es := 0, 0
+		for _, r := range rs {
+			if !math.IsNaN(r.Evicted) {
+				ek++
+			}
+		}
+		for _, g := range gs {
+			if !math.IsNaN(g.evicted) {
+				es++
+			}
+		}
+		f.evictionsKueue += ek
+		f.evictionsSim += es
+		if (ek > 0) != (es > 0) {
+			f.evictedSame = false
+		}
+		for i := 0; i < max(len(rs), len(gs)); i++ {
+			f.admissions++
+			a := admissionDiff{id: j.ID, run: i + 1, kueue: math.NaN(), sim: math.NaN()}
+			if i < len(rs) {
+				a.kueue = rs[i].Admitted
+			}
+			if i < len(gs) {
+				a.sim = gs[i].admitted
+			}
+			if d := math.Abs(a.kueue - a.sim); !math.IsNaN(d) {
+				f.maxDiff = max(f.maxDiff, d)
+			}
+			f.runs = append(f.runs, a)
+		}
+		for i := 0; i < min(len(rs), len(gs)); i++ {
+			id := j.ID
+			if i > 0 {
+				id = fmt.Sprintf("%s#%d", j.ID, i+1)
+			}
+			adms = append(adms, adm{id, rs[i].Admitted, gs[i].admitted})
+		}
+	}
+	slices.SortStableFunc(adms, func(a, b adm) int { return cmp.Compare(a.kueue, b.kueue) })
+	for _, x := range adms {
+		f.orderKueue = append(f.orderKueue, x.id)
+	}
+	// gpusim's order; admissions at one virtual time keep Kueue's order.
+	// Every admission that both made counts (a job's n-th run is "id#n").
+	slices.SortStableFunc(adms, func(a, b adm) int { return cmp.Compare(a.sim, b.sim) })
+	for _, x := range adms {
+		f.orderSim = append(f.orderSim, x.id)
+	}
+	f.orderSame = slices.Equal(f.orderKueue, f.orderSim)
+	for _, x := range adms {
+		for _, y := range adms {
+			if x.kueue+orderGap < y.kueue && x.sim > y.sim {
+				f.inversions++
+			}
+		}
+	}
+	return f
+}
+
+// offCount counts the admissions whose times differ by more than tol or
+// that only one of Kueue and gpusim made.
+func (f *kueueFidelity) offCount(tol float64) (int, []string) {
+	var off []string
+	for _, a := range f.runs {
+		if d := math.Abs(a.kueue - a.sim); math.IsNaN(d) || d > tol {
+			off = append(off, a.String())
+		}
+	}
+	return len(off), off
+}
+
+func TestKueueFidelity(t *testing.T) {
+	// GPUSIM_KUEUEFID_DIR replays fixtures recorded elsewhere (a fresh
+	// recording of copies, without touching the committed ones).
+	root := "testdata/fidelity"
+	if d := os.Getenv("GPUSIM_KUEUEFID_DIR"); d != "" {
+		root = d
+	}
+	files, err := filepath.Glob(filepath.Join(root, "*", "recorded.csv"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no Kueue fidelity fixtures: %v", err)
+	}
+	t.Logf("| fixture | jobs | admitted same | evicted same (Kueue/gpusim evictions) | order same (inversions) | admissions | within tol | max |Δ| |")
+	for _, file := range files {
+		dir := filepath.Dir(file)
+		name := filepath.Base(dir)
+		t.Run(name, func(t *testing.T) {
+			var want fidelityWant
+			b, err := os.ReadFile(filepath.Join(dir, "want.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := yaml.Unmarshal(b, &want); err != nil {
+				t.Fatalf("%s/want.yaml: %v", dir, err)
+			}
+			if want.Tolerance <= 0 {
+				t.Fatalf("%s/want.yaml: tolerance: must be > 0", dir)
+			}
+			f := replayFidelity(t, dir)
+			off, offRuns := f.offCount(want.Tolerance)
+			t.Logf("| %s | %d | %v | %v (%d/%d) | %v (%d) | %d | %d | %.2f s |", name, f.jobs, f.admittedSame, f.evictedSame,
+				f.evictionsKueue, f.evictionsSim, f.orderSame, f.inversions, f.admissions, f.admissions-off, f.maxDiff)
+			if !f.admittedSame {
+				t.Errorf("admitted sets differ")
+			}
+			if !want.EvictionsDiffer && (!f.evictedSame || f.evictionsKueue != f.evictionsSim) {
+				t.Errorf("evictions differ: Kueue %d, gpusim %d (same jobs: %v)", f.evictionsKueue, f.evictionsSim, f.evictedSame)
+			}
+			if f.inversions > want.MaxInversions {
+				t.Errorf("%d admission-order inversions (want at most %d):\nKueue  %s\ngpusim %s", f.inversions, want.MaxInversions,
+					strings.Join(f.orderKueue, " "), strings.Join(f.orderSim, " "))
+			}
+			if off > want.MaxOff {
+				t.Errorf("%d admissions off by more than %.1f s (want at most %d):\n%s", off, want.Tolerance, want.MaxOff, strings.Join(offRuns, "\n"))
+			}
+			if testing.Verbose() {
+				for _, a := range f.runs {
+					t.Log(a)
+				}
+			}
+		})
+	}
+}
+
+// compareKueue on a hand-worked recording: a is admitted, evicted at 5 s and
+// admitted again; b and c are admitted once.
+func TestCompareKueue(t *testing.T) {
+	nan := math.NaN()
+	jobs := []kueuefid.Job{{ID: "a"}, {ID: "b"}, {ID: "c"}}
+	rec := map[string][]kueuefid.Run{
+		"a": {{ID: "a", Run: 1, Admitted: 0.1, Evicted: 5}, {ID: "a", Run: 2, Admitted: 30.2, Evicted: nan}},
+		"b": {{ID: "b", Run: 1, Admitted: 5.05, Evicted: nan}},
+		"c": {{ID: "c", Run: 1, Admitted: 6.0, Evicted: nan}},
+	}
+	got := map[string][]replayRun{
+		"a": {{admitted: 0, evicted: 5}, {admitted: 31.5, evicted: nan}},
+		"b": {{admitted: 5, evicted: nan}},
+		"c": {{admitted: 5, evicted: nan}}, // at b's virtual time: Kueue's order kept
+	}
+	f := compareKueue(jobs, rec, got)
+	if !f.admittedSame || !f.evictedSame || f.evictionsKueue != 1 || f.evictionsSim != 1 || !f.orderSame || f.inversions != 0 || f.admissions != 4 {
+		t.Fatalf("got %+v", f)
+	}
+	if math.Abs(f.maxDiff-1.3) > 1e-9 {
+		t.Fatalf("max diff %v, want 1.3", f.maxDiff)
+	}
+	if off, runs := f.offCount(1.0); off != 1 || !strings.HasPrefix(runs[0], "a run 2:") {
+		t.Fatalf("off %d %v, want a's second run only (c is exactly 1.0 s early)", off, runs)
+	}
+	// c before b in gpusim; a not evicted and admitted once
+	got["c"] = []replayRun{{admitted: 4, evicted: nan}}
+	got["a"] = []replayRun{{admitted: 0, evicted: nan}}
+	f = compareKueue(jobs, rec, got)
+	if !f.admittedSame || f.evictedSame || f.evictionsSim != 0 || f.orderSame || f.inversions != 1 {
+		t.Fatalf("got %+v", f) // b (5.05) and c (6.0) are 0.95 s apart in Kueue: an inversion
+	}
+	if off, _ := f.offCount(1.0); off != 2 { // a's run 2 missing, c 2 s early
+		t.Fatalf("off %d, want 2", off)
+	}
+	// b never admitted
+	got["b"] = nil
+	if f = compareKueue(jobs, rec, got); f.admittedSame {
+		t.Fatalf("got %+v", f)
+	}
+}
