@@ -235,16 +235,16 @@ func Record(ctx context.Context, f *Fixture, opt Options) (runs []Run, meta map[
 	ver, _ := os.ReadFile(filepath.Join(opt.VolcanoDir, "version"))
 	sv, _ := c.Client.Discovery().ServerVersion()
 	meta = map[string]string{
-		"volcano_version":          strings.TrimSpace(string(ver)),
-		"kube_apiserver_version":   sv.GitVersion,
-		"time_scale":               strconv.FormatFloat(f.TimeScale, 'g', -1, 64),
-		"schedule_period_s":        strconv.FormatFloat(period, 'g', -1, 64),
-		"schedule_period_real":     periodReal.String(),
-		"eviction_grace_s":         strconv.FormatFloat(graceSim, 'g', -1, 64),
-		"t0_utc":                   t0.UTC().Format(time.RFC3339Nano),
-		"restart_policy":           "PodEvicted: RestartJob (all pods deleted with the grace period, recreated when all are gone)",
-		"pod_cpu_memory":           "as jobs.csv (cpu_milli, memory_mib); nodes 64 CPUs, 512Gi",
-		"recorded_with":            "make fidelity-volcano (internal/volcanofid)",
+		"volcano_version":        strings.TrimSpace(string(ver)),
+		"kube_apiserver_version": sv.GitVersion,
+		"time_scale":             strconv.FormatFloat(f.TimeScale, 'g', -1, 64),
+		"schedule_period_s":      strconv.FormatFloat(period, 'g', -1, 64),
+		"schedule_period_real":   periodReal.String(),
+		"eviction_grace_s":       strconv.FormatFloat(graceSim, 'g', -1, 64),
+		"t0_utc":                 t0.UTC().Format(time.RFC3339Nano),
+		"restart_policy":         "PodEvicted: RestartJob (all pods deleted with the grace period, recreated when all are gone)",
+		"pod_cpu_memory":         "as jobs.csv (cpu_milli, memory_mib); nodes 64 CPUs, 512Gi",
+		"recorded_with":          "make fidelity-volcano (internal/volcanofid)",
 	}
 	return runs, meta, nil
 }
