@@ -29,6 +29,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/gpusim/gpusim/internal/kubetest"
+	"github.com/gpusim/gpusim/sim"
 )
 
 // Volcano's resources and annotations (volcano.sh/apis v1.10.0,
@@ -129,11 +130,11 @@ func Record(ctx context.Context, f *Fixture, opt Options) (runs []Run, meta map[
 	}
 	period := 1.0
 	if f.Params.SchedulePeriod != nil {
-		period = time.Duration(*f.Params.SchedulePeriod).Seconds()
+		period = sim.Duration(*f.Params.SchedulePeriod).Seconds()
 	}
 	graceSim := 30.0
 	if f.Params.EvictionGracePeriod != nil {
-		graceSim = time.Duration(*f.Params.EvictionGracePeriod).Seconds()
+		graceSim = sim.Duration(*f.Params.EvictionGracePeriod).Seconds()
 	}
 	graceReal := graceSim * f.TimeScale
 	if graceReal != math.Round(graceReal) {
@@ -152,8 +153,16 @@ func Record(ctx context.Context, f *Fixture, opt Options) (runs []Run, meta map[
 		return nil, nil, err
 	}
 	for i := range f.Nodes {
-		if _, err := c.CreateGPUNode(ctx, fmt.Sprintf("n%d", i), f.GPUsPerNode, nil); err != nil {
+		n, err := c.CreateGPUNode(ctx, fmt.Sprintf("n%d", i), f.GPUsPerNode, nil)
+		if err != nil {
 			return nil, nil, err
+		}
+		// The API server's TaintNodesByCondition admission taints a new
+		// node not-ready; the node lifecycle controller (not running here)
+		// removes the taint once the node reports Ready.
+		n.Spec.Taints = nil
+		if _, err := c.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			return nil, nil, fmt.Errorf("volcanofid: untaint node %s: %w", n.Name, err)
 		}
 	}
 	if err := createPriorityClasses(ctx, c, f.Jobs); err != nil {
@@ -163,7 +172,13 @@ func Record(ctx context.Context, f *Fixture, opt Options) (runs []Run, meta map[
 		return nil, nil, err
 	}
 	// the scheduler
-	confPath := filepath.Join(opt.WorkDir, "volcano-scheduler.conf")
+	// vc-scheduler watches the directory of its conf file (fsnotify) and
+	// reloads on every change there, so the file gets a directory of its own.
+	confDir := filepath.Join(opt.WorkDir, "conf")
+	if err := os.Mkdir(confDir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("volcanofid: %w", err)
+	}
+	confPath := filepath.Join(confDir, "volcano-scheduler.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		return nil, nil, fmt.Errorf("volcanofid: %w", err)
 	}
@@ -649,7 +664,7 @@ func startScheduler(opt Options, kubeconfig, conf string, period time.Duration) 
 		"--kubeconfig="+kubeconfig, "--scheduler-conf="+conf,
 		"--schedule-period="+period.String(), "--leader-elect=false",
 		"--enable-healthz=false", "--enable-metrics=false",
-		"--cache-dump-dir="+opt.WorkDir, "--logtostderr=true", "-v=3")
+		"--cache-dump-dir="+opt.WorkDir, "--logtostderr=true", "-v=2")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = opt.WorkDir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

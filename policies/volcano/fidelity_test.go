@@ -1,0 +1,380 @@
+package volcano
+
+import (
+	"cmp"
+	"encoding/csv"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
+)
+
+// The fidelity fixtures (testdata/fidelity/<name>/) hold what the real Volcano
+// scheduler (vc-scheduler v1.10.0 on kube-apiserver v1.34, recorded by `make
+// fidelity-volcano`, internal/volcanofid) did with a set of jobs:
+//
+//	fixture.yaml            nodes, GPUs per node, time scale, and the volcano
+//	                        policy params the scheduler configuration was made from
+//	jobs.csv                the jobs (simulated seconds)
+//	volcano-scheduler.conf  the configuration vc-scheduler ran with
+//	recorded.csv            one row per run of each job: pods created, gang
+//	                        bound, last pod ended (simulated seconds from T0),
+//	                        evicted, nodes, PodGroup creation second and UID
+//	recorded.meta           versions, time scale, schedule period, grace period
+//	want.yaml               optional: the agreement the test requires
+//
+// TestVolcanoFidelity replays each fixture without any daemon. Every job is
+// submitted when its gang was complete in the recording (its last pod
+// created). The jobs of one flood (same submit time in jobs.csv) arrive
+// together, at the latest of those times, in Volcano's tie order for jobs
+// created in the same second: PodGroup UID (JobOrderFn's last key). Each run
+// lasts its recorded length (last end - start: the duration plus the fake
+// kubelet's latency). It then requires, with P the schedule period:
+//
+//   - the same start order: no two runs that Volcano started in one order and
+//     gpusim in the other, each by more than P;
+//   - per-queue GPUs within one scheduling period: at every instant t,
+//     gpusim's GPUs of each queue lie within the range Volcano's take over
+//     [t-P, t+P] (its curve shifted by at most one period).
+
+// volcanoFixture is fixture.yaml (its params stay a YAML node for the policy).
+type volcanoFixture struct {
+	Nodes       int       `yaml:"nodes"`
+	GPUsPerNode int32     `yaml:"gpusPerNode"`
+	TimeScale   float64   `yaml:"timeScale"`
+	Params      yaml.Node `yaml:"params"`
+}
+
+// fidelityWant is want.yaml: agreement a fixture may miss by (default 0).
+type fidelityWant struct {
+	MaxInversions      int `yaml:"maxInversions"`
+	MaxQueueViolations int `yaml:"maxQueueViolations"`
+}
+
+// vcRun is one row of recorded.csv.
+type vcRun struct {
+	run                 int
+	evicted             bool
+	created, start, end float64
+	pgSecond            int64
+	pgUID               string
+}
+
+// stepCurve is a step function of time: value changes (time, +/- GPUs).
+type stepCurve []struct{ t, d float64 }
+
+// at returns the value just after time t (changes at t included).
+func (c stepCurve) at(t float64) float64 {
+	v := 0.0
+	for _, s := range c {
+		if s.t <= t+1e-9 {
+			v += s.d
+		}
+	}
+	return v
+}
+
+// rangeOver returns the least and greatest value over [a, b].
+func (c stepCurve) rangeOver(a, b float64) (lo, hi float64) {
+	lo = c.at(a)
+	hi = lo
+	for _, s := range c {
+		if s.t > a && s.t <= b {
+			v := c.at(s.t)
+			lo, hi = min(lo, v), max(hi, v)
+			// the value just before s.t too (several changes at one instant)
+			w := c.at(s.t - 1e-6)
+			lo, hi = min(lo, w), max(hi, w)
+		}
+	}
+	return lo, hi
+}
+
+func (c stepCurve) sorted() stepCurve {
+	slices.SortStableFunc(c, func(a, b struct{ t, d float64 }) int { return cmp.Compare(a.t, b.t) })
+	return c
+}
+
+// queueRecorder records each run's start and the GPUs each queue holds.
+type queueRecorder struct {
+	*Volcano
+	starts map[string][]float64
+	curves map[string]stepCurve
+}
+
+func (r *queueRecorder) Observe(v *sim.View, e sim.Event) {
+	j := v.Job(e.Job)
+	g := float64(j.Spec.TotalGPUs())
+	q := j.Spec.Queue
+	switch e.Kind {
+	case sim.EvStart:
+		id := string(j.Spec.ID)
+		r.starts[id] = append(r.starts[id], e.Time.Seconds())
+		r.curves[q] = append(r.curves[q], struct{ t, d float64 }{e.Time.Seconds(), g})
+	case sim.EvFinish, sim.EvPreempt, sim.EvKill, sim.EvTimeout:
+		r.curves[q] = append(r.curves[q], struct{ t, d float64 }{e.Time.Seconds(), -g})
+	}
+}
+
+// vcResult is the agreement of one fixture.
+type vcResult struct {
+	runs, within, inversions, queueViolations int
+	restarts                                  [2]int // Volcano's, gpusim's
+	meanWaitVC, meanWaitSim, maxDiff          float64
+	maxQueueGap                               float64 // largest |gpusim - Volcano| GPUs of a queue at one instant
+	notes                                     []string
+}
+
+func readVCCSV(t *testing.T, path string) (map[string]int, [][]string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
+	if err != nil || len(rows) < 2 {
+		t.Fatalf("%s: %v (%d rows)", path, err, len(rows))
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	return col, rows[1:]
+}
+
+func num(t *testing.T, s string) float64 {
+	t.Helper()
+	if s == "" {
+		return 0
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// replayVolcano replays fixture dir in gpusim and compares with the recording.
+func replayVolcano(t *testing.T, dir string) vcResult {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "fixture.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fx volcanoFixture
+	if err := yaml.Unmarshal(b, &fx); err != nil {
+		t.Fatalf("%s/fixture.yaml: %v", dir, err)
+	}
+	p, err := ParamsFromYAML(&fx.Params)
+	if err != nil {
+		t.Fatalf("%s/fixture.yaml: %v", dir, err)
+	}
+	pol, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	period := time1s(p)
+
+	rc, rrows := readVCCSV(t, filepath.Join(dir, "recorded.csv"))
+	runs := map[string][]vcRun{}
+	for _, r := range rrows {
+		runs[r[rc["id"]]] = append(runs[r[rc["id"]]], vcRun{run: int(num(t, r[rc["run"]])), evicted: r[rc["evicted"]] == "1",
+			created: num(t, r[rc["created_s"]]), start: num(t, r[rc["start_s"]]), end: num(t, r[rc["end_s"]]),
+			pgSecond: int64(num(t, r[rc["pg_created_s"]])), pgUID: r[rc["pg_uid"]]})
+	}
+	jc, jrows := readVCCSV(t, filepath.Join(dir, "jobs.csv"))
+	type jobRow struct {
+		spec    sim.JobSpec
+		nominal float64
+	}
+	var jobs []jobRow
+	arrive := map[float64]float64{} // nominal submit -> latest gang completion of that flood
+	for _, r := range jrows {
+		id := r[jc["id"]]
+		rs := runs[id]
+		if len(rs) == 0 {
+			t.Fatalf("%s: job %s not in recorded.csv", dir, id)
+		}
+		slices.SortFunc(rs, func(a, b vcRun) int { return a.run - b.run })
+		last := rs[len(rs)-1]
+		sp := sim.JobSpec{ID: sim.JobID(id), Queue: r[jc["queue"]], Priority: int32(num(t, r[jc["priority"]])),
+			Replicas: int32(num(t, r[jc["replicas"]])), GPUsPerReplica: int32(num(t, r[jc["gpus"]])), GPUMilli: sim.WholeGPU,
+			CPUMilli: int64(num(t, r[jc["cpu_milli"]])), MemoryMiB: int64(num(t, r[jc["memory_mib"]])),
+			Duration: sim.Seconds(last.end - last.start)}
+		nominal := num(t, r[jc["submit_s"]])
+		arrive[nominal] = max(arrive[nominal], rs[0].created)
+		jobs = append(jobs, jobRow{sp, nominal})
+	}
+	// Volcano's order for jobs created in one second: PodGroup UID.
+	slices.SortStableFunc(jobs, func(a, b jobRow) int {
+		ra, rb := runs[string(a.spec.ID)][0], runs[string(b.spec.ID)][0]
+		return cmp.Or(cmp.Compare(a.nominal, b.nominal), cmp.Compare(ra.pgSecond, rb.pgSecond), strings.Compare(ra.pgUID, rb.pgUID))
+	})
+	specs := make([]sim.JobSpec, len(jobs))
+	for i, j := range jobs {
+		j.spec.Submit = sim.Time(sim.Seconds(arrive[j.nominal]))
+		specs[i] = j.spec
+	}
+	// Volcano's job order falls back to the PodGroup's creation second: jobs
+	// submitted at different times must fall in different seconds (the
+	// fixtures space them by 1 s of real time), or the replay's order is not
+	// Volcano's.
+	for i := 1; i < len(jobs); i++ {
+		a, b := runs[string(jobs[i-1].spec.ID)][0], runs[string(jobs[i].spec.ID)][0]
+		if jobs[i-1].nominal != jobs[i].nominal && a.pgSecond >= b.pgSecond {
+			t.Errorf("%s: %s and %s were submitted at different times but created in the same second (%d, %d)",
+				dir, jobs[i-1].spec.ID, jobs[i].spec.ID, a.pgSecond, b.pgSecond)
+		}
+	}
+
+	nodes := make([]sim.NodeSpec, fx.Nodes)
+	for i := range nodes {
+		// kubetest.CreateGPUNode: 64 CPUs, 512 GiB
+		nodes[i] = sim.NodeSpec{Name: fmt.Sprintf("n%d", i), Pool: "p", GPUModel: "h100", GPUs: fx.GPUsPerNode,
+			CPUMilli: 64000, MemoryMiB: 512 << 10, NVLinkSize: fx.GPUsPerNode, PCIeSize: 2, SocketSize: 4,
+			NVLinkDomain: -1, Leaf: int32(i / 4)}
+	}
+	rec := &queueRecorder{Volcano: pol, starts: map[string][]float64{}, curves: map[string]stepCurve{}}
+	res := simtest.RunConfig(t, sim.Config{Cluster: simtest.Cluster(t, nodes), Jobs: specs, Policy: rec, Seed: 1})
+	_ = res
+	return compareVolcano(specs, runs, rec, period)
+}
+
+// time1s is the policy's schedule period in seconds.
+func time1s(p Params) float64 {
+	if p.SchedulePeriod == nil {
+		return 1
+	}
+	return sim.Duration(*p.SchedulePeriod).Seconds()
+}
+
+// compareVolcano computes the agreement (see the comment at the top).
+func compareVolcano(specs []sim.JobSpec, runs map[string][]vcRun, rec *queueRecorder, P float64) vcResult {
+	var r vcResult
+	type pair struct {
+		name    string
+		vc, sim float64
+	}
+	var starts []pair
+	vcCurves := map[string]stepCurve{}
+	for _, sp := range specs {
+		id := string(sp.ID)
+		rs, ss := runs[id], rec.starts[id]
+		r.restarts[0] += len(rs) - 1
+		r.restarts[1] += max(len(ss)-1, 0)
+		g := float64(sp.TotalGPUs())
+		for k, run := range rs {
+			vcCurves[sp.Queue] = append(vcCurves[sp.Queue], struct{ t, d float64 }{run.start, g}, struct{ t, d float64 }{run.end, -g})
+			gs := math.Inf(1)
+			if k < len(ss) {
+				gs = ss[k]
+			}
+			starts = append(starts, pair{fmt.Sprintf("%s#%d", id, k), run.start, gs})
+			d := math.Abs(gs - run.start)
+			r.runs++
+			r.maxDiff = max(r.maxDiff, d)
+			if d <= P {
+				r.within++
+			} else {
+				r.notes = append(r.notes, fmt.Sprintf("%s#%d Volcano %.1f gpusim %.1f", id, k, run.start, gs))
+			}
+			if k == 0 {
+				r.meanWaitVC += run.start - sp.Submit.Seconds()
+				r.meanWaitSim += gs - sp.Submit.Seconds()
+			}
+		}
+		if len(ss) > len(rs) {
+			r.notes = append(r.notes, fmt.Sprintf("%s: %d starts in gpusim, %d runs in Volcano", id, len(ss), len(rs)))
+		}
+	}
+	for i := range starts {
+		for k := range starts {
+			if starts[i].vc < starts[k].vc-P && starts[i].sim > starts[k].sim+P {
+				r.inversions++
+				r.notes = append(r.notes, fmt.Sprintf("inversion: %s before %s in Volcano (%.1f, %.1f), after in gpusim (%.1f, %.1f)",
+					starts[i].name, starts[k].name, starts[i].vc, starts[k].vc, starts[i].sim, starts[k].sim))
+			}
+		}
+	}
+	r.meanWaitVC /= float64(len(specs))
+	r.meanWaitSim /= float64(len(specs))
+	queues := map[string]bool{}
+	for q := range vcCurves {
+		queues[q] = true
+	}
+	for q := range rec.curves {
+		queues[q] = true
+	}
+	for _, q := range slices.Sorted(func(yield func(string) bool) {
+		for q := range queues {
+			if !yield(q) {
+				return
+			}
+		}
+	}) {
+		vc, gs := vcCurves[q].sorted(), rec.curves[q].sorted()
+		var samples []float64
+		for _, c := range [...]stepCurve{vc, gs} {
+			for _, s := range c {
+				samples = append(samples, s.t, s.t-1e-6)
+			}
+		}
+		bad := 0
+		for _, s := range samples {
+			g := gs.at(s)
+			r.maxQueueGap = max(r.maxQueueGap, math.Abs(g-vc.at(s)))
+			lo, hi := vc.rangeOver(s-P, s+P)
+			if g < lo-1e-9 || g > hi+1e-9 {
+				if bad == 0 {
+					r.notes = append(r.notes, fmt.Sprintf("queue %s at %.2f s: gpusim %v GPUs, Volcano %v..%v within ±%v s", q, s, g, lo, hi, P))
+				}
+				bad++
+			}
+		}
+		if bad > 0 {
+			r.queueViolations++
+		}
+	}
+	return r
+}
+
+func TestVolcanoFidelity(t *testing.T) {
+	files, err := filepath.Glob("testdata/fidelity/*/recorded.csv")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fidelity fixtures: %v", err)
+	}
+	t.Logf("| fixture | runs | within 1 period | inversions | queues off | restarts Volcano/gpusim | mean wait Volcano | mean wait gpusim | max diff | max queue gap |")
+	for _, f := range files {
+		dir := filepath.Dir(f)
+		name := filepath.Base(dir)
+		t.Run(name, func(t *testing.T) {
+			r := replayVolcano(t, dir)
+			var want fidelityWant
+			if b, err := os.ReadFile(filepath.Join(dir, "want.yaml")); err == nil {
+				if err := yaml.Unmarshal(b, &want); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Logf("| %s | %d | %d | %d | %d | %d/%d | %.1f s | %.1f s | %.1f s | %v GPUs |", name, r.runs, r.within, r.inversions, r.queueViolations,
+				r.restarts[0], r.restarts[1], r.meanWaitVC, r.meanWaitSim, r.maxDiff, r.maxQueueGap)
+			if testing.Verbose() {
+				for _, n := range r.notes {
+					t.Log(n)
+				}
+			}
+			if r.inversions > want.MaxInversions || r.queueViolations > want.MaxQueueViolations || r.restarts[0] != r.restarts[1] {
+				t.Errorf("%d inversions (want <= %d), %d queues off (want <= %d), restarts Volcano %d gpusim %d:\n%s",
+					r.inversions, want.MaxInversions, r.queueViolations, want.MaxQueueViolations, r.restarts[0], r.restarts[1], strings.Join(r.notes, "\n"))
+			}
+		})
+	}
+}
