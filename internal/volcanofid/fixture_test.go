@@ -1,10 +1,12 @@
 package volcanofid
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -90,5 +92,23 @@ func TestReadFixtureErrors(t *testing.T) {
 	}
 	if _, err := f.SchedulerConf(); err == nil || !strings.Contains(err.Error(), "params.tiers") {
 		t.Errorf("SchedulerConf without tiers: %v", err)
+	}
+}
+
+// fitLine by hand: sessions at 0.4, 1.41, 2.42, 3.43 s lie on 0.4 + 1.01 k.
+func TestFitLine(t *testing.T) {
+	f, err := fitLine([]float64{0.4, 1.41, 2.42, 3.43})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(f.First-0.4) > 1e-9 || math.Abs(f.Period-1.01) > 1e-9 || f.MaxResidual > 1e-9 || f.N != 4 {
+		t.Errorf("fit %+v, want first 0.4, period 1.01", f)
+	}
+	if _, err := fitLine([]float64{1}); err == nil {
+		t.Error("one session: want an error")
+	}
+	tm, ok := klogTime("I1126 21:12:46.973042   30851 session.go:190] Open Session x", 2026, time.UTC)
+	if !ok || !tm.Equal(time.Date(2026, 11, 26, 21, 12, 46, 973042000, time.UTC)) {
+		t.Errorf("klogTime = %v, %v", tm, ok)
 	}
 }

@@ -247,6 +247,14 @@ func Record(ctx context.Context, f *Fixture, opt Options) (runs []Run, meta map[
 			runs = append(runs, *r)
 		}
 	}
+	var last float64
+	for _, r := range runs {
+		last = max(last, r.End)
+	}
+	fit, err := fitSessions(sched.log, t0, f.TimeScale, last)
+	if err != nil {
+		return nil, nil, err
+	}
 	ver, _ := os.ReadFile(filepath.Join(opt.VolcanoDir, "version"))
 	sv, _ := c.Client.Discovery().ServerVersion()
 	meta = map[string]string{
@@ -260,6 +268,11 @@ func Record(ctx context.Context, f *Fixture, opt Options) (runs []Run, meta map[
 		"restart_policy":         "PodEvicted: RestartJob (all pods deleted with the grace period, recreated when all are gone)",
 		"pod_cpu_memory":         "as jobs.csv (cpu_milli, memory_mib); nodes 64 CPUs, 512Gi",
 		"recorded_with":          "make fidelity-volcano (internal/volcanofid)",
+		// vc-scheduler's sessions (SessionFit)
+		"sessions":                   strconv.Itoa(fit.N),
+		"session_first_s":            strconv.FormatFloat(fit.First, 'f', 4, 64),
+		"session_period_s":           strconv.FormatFloat(fit.Period, 'f', 5, 64),
+		"session_fit_max_residual_s": strconv.FormatFloat(fit.MaxResidual, 'f', 3, 64),
 	}
 	return runs, meta, nil
 }
@@ -664,10 +677,10 @@ func startScheduler(opt Options, kubeconfig, conf string, period time.Duration) 
 		"--kubeconfig="+kubeconfig, "--scheduler-conf="+conf,
 		"--schedule-period="+period.String(), "--leader-elect=false",
 		"--enable-healthz=false", "--enable-metrics=false",
-		"--cache-dump-dir="+opt.WorkDir, "--logtostderr=true", "-v=2")
+		"--cache-dump-dir="+opt.WorkDir, "--logtostderr=true", "-v=3")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = opt.WorkDir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("volcanofid: start vc-scheduler: %w", err)

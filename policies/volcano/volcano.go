@@ -15,7 +15,7 @@ import (
 func init() {
 	policies.Register(policies.Info{Name: "volcano",
 		Summary: "Volcano scheduler: periodic sessions running enqueue/allocate/backfill (+preempt, reclaim) with tiered plugins: gang, priority, drf, proportion (weighted water-filling of queue deserved shares), overcommit, binpack, nodeorder; optional HyperNode network topology.",
-		Params:  "schedulePeriod (1s); evictionGracePeriod (30s); actions; tiers (volcano-scheduler.conf syntax); queues [{name, weight, capability, guarantee, priority, reclaimable, state}]; queueMapping; defaultQueue; networkTopology {mode, highestTierAllowed, tiers, minReplicas}"},
+		Params:  "schedulePeriod (1s); sessionOffset (0s); evictionGracePeriod (30s); actions; tiers (volcano-scheduler.conf syntax); queues [{name, weight, capability, guarantee, priority, reclaimable, state}]; queueMapping; defaultQueue; networkTopology {mode, highestTierAllowed, tiers, minReplicas}"},
 		func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
 			p, err := ParamsFromYAML(n)
 			if err != nil {
@@ -218,9 +218,10 @@ func (s *Volcano) Schedule(v *sim.View, p *sim.Plan) error {
 	if err := s.stopEvicted(); err != nil {
 		return err
 	}
-	// 2. A session at k*period.
-	period := s.cfg.period
-	session := int64(s.now)%int64(period) == 0
+	// 2. A session at offset + k*period.
+	period, off := int64(s.cfg.period), int64(s.cfg.offset)
+	since := int64(s.now) - off
+	session := since >= 0 && since%period == 0
 	if session {
 		if err := s.session(); err != nil {
 			return err
@@ -230,7 +231,10 @@ func (s *Volcano) Schedule(v *sim.View, p *sim.Plan) error {
 			return err
 		}
 	}
-	next := sim.Time((int64(s.now)/int64(period) + 1) * int64(period))
+	next := sim.Time(off)
+	if since >= 0 {
+		next = sim.Time(off + (since/period+1)*period)
+	}
 	if (session && s.changed) || (!session && v.PendingCount() > 0) {
 		p.Wake(next)
 	}
