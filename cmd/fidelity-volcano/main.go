@@ -2,7 +2,8 @@
 // fixtures (policies/volcano/testdata/fidelity/<name>/): for each directory it
 // starts etcd, kube-apiserver and vc-scheduler on loopback in a temporary
 // directory, plays the job controller and the kubelets, and writes
-// recorded.csv, recorded.meta and volcano-scheduler.conf into the fixture.
+// recorded.csv, recorded.meta, sessions.csv and volcano-scheduler.conf into
+// the fixture.
 // Run it through `make fidelity-volcano` (scripts/fidelity-volcano.sh), which
 // builds the binaries first. docs/fidelity.md describes the method.
 //
@@ -69,7 +70,7 @@ func recordOne(dir, binDir, vcDir string, keep bool, timeout time.Duration) erro
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "%s: %6.1fs "+format+"\n", append([]any{dir, time.Since(start).Seconds()}, args...)...)
 	}
-	runs, meta, err := volcanofid.Record(context.Background(), f, volcanofid.Options{
+	runs, meta, fit, err := volcanofid.Record(context.Background(), f, volcanofid.Options{
 		BinDir: binDir, VolcanoDir: vcDir, WorkDir: work, Timeout: timeout, Logf: logf})
 	if err != nil {
 		return fmt.Errorf("%s: %w (logs in %s with -keep)", dir, err, work)
@@ -89,7 +90,15 @@ func recordOne(dir, binDir, vcDir string, keep bool, timeout time.Duration) erro
 	if err := os.WriteFile(filepath.Join(dir, "recorded.meta"), []byte(b.String()), 0o644); err != nil {
 		return err
 	}
-	logf("recorded %d runs", len(runs))
+	var sb strings.Builder
+	sb.WriteString("t_s\n")
+	for _, t := range fit.Times {
+		fmt.Fprintf(&sb, "%.3f\n", t)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sessions.csv"), []byte(sb.String()), 0o644); err != nil {
+		return err
+	}
+	logf("recorded %d runs, %d sessions", len(runs), len(fit.Times))
 	return nil
 }
 

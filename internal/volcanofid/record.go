@@ -114,7 +114,9 @@ func (d *driver) now() float64 { return time.Since(d.t0).Seconds() / d.f.TimeSca
 // Record runs the fixture on a real kube-apiserver + etcd (internal/kubetest)
 // and vc-scheduler, and returns each job's runs. It stops every process it
 // started (by PID) before it returns.
-func Record(ctx context.Context, f *Fixture, opt Options) (runs []Run, meta map[string]string, err error) {
+//
+// It also returns vc-scheduler's sessions (SessionFit, from its log).
+func Record(ctx context.Context, f *Fixture, opt Options) (runs []Run, meta map[string]string, fit SessionFit, err error) {
 	logf := opt.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
@@ -126,7 +128,7 @@ func Record(ctx context.Context, f *Fixture, opt Options) (runs []Run, meta map[
 	defer cancel()
 	conf, err := f.SchedulerConf()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, SessionFit{}, err
 	}
 	period := 1.0
 	if f.Params.SchedulePeriod != nil {
@@ -138,61 +140,61 @@ func Record(ctx context.Context, f *Fixture, opt Options) (runs []Run, meta map[
 	}
 	graceReal := graceSim * f.TimeScale
 	if graceReal != math.Round(graceReal) {
-		return nil, nil, fmt.Errorf("%s/fixture.yaml: evictionGracePeriod × timeScale = %v s: pods' terminationGracePeriodSeconds must be whole seconds", f.Dir, graceReal)
+		return nil, nil, SessionFit{}, fmt.Errorf("%s/fixture.yaml: evictionGracePeriod × timeScale = %v s: pods' terminationGracePeriodSeconds must be whole seconds", f.Dir, graceReal)
 	}
 	c, err := kubetest.Start(ctx, kubetest.Options{BinDir: opt.BinDir, Dir: opt.WorkDir})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, SessionFit{}, err
 	}
 	defer c.Stop()
 	logf("apiserver up")
 	if err := installCRDs(ctx, c, filepath.Join(opt.VolcanoDir, "crds")); err != nil {
-		return nil, nil, err
+		return nil, nil, SessionFit{}, err
 	}
 	if err := c.CreateNamespace(ctx, namespace); err != nil {
-		return nil, nil, err
+		return nil, nil, SessionFit{}, err
 	}
 	for i := range f.Nodes {
 		n, err := c.CreateGPUNode(ctx, fmt.Sprintf("n%d", i), f.GPUsPerNode, nil)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, SessionFit{}, err
 		}
 		// The API server's TaintNodesByCondition admission taints a new
 		// node not-ready; the node lifecycle controller (not running here)
 		// removes the taint once the node reports Ready.
 		n.Spec.Taints = nil
 		if _, err := c.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-			return nil, nil, fmt.Errorf("volcanofid: untaint node %s: %w", n.Name, err)
+			return nil, nil, SessionFit{}, fmt.Errorf("volcanofid: untaint node %s: %w", n.Name, err)
 		}
 	}
 	if err := createPriorityClasses(ctx, c, f.Jobs); err != nil {
-		return nil, nil, err
+		return nil, nil, SessionFit{}, err
 	}
 	if err := createQueues(ctx, c, f); err != nil {
-		return nil, nil, err
+		return nil, nil, SessionFit{}, err
 	}
 	// the scheduler
 	// vc-scheduler watches the directory of its conf file (fsnotify) and
 	// reloads on every change there, so the file gets a directory of its own.
 	confDir := filepath.Join(opt.WorkDir, "conf")
 	if err := os.Mkdir(confDir, 0o755); err != nil {
-		return nil, nil, fmt.Errorf("volcanofid: %w", err)
+		return nil, nil, SessionFit{}, fmt.Errorf("volcanofid: %w", err)
 	}
 	confPath := filepath.Join(confDir, "volcano-scheduler.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
-		return nil, nil, fmt.Errorf("volcanofid: %w", err)
+		return nil, nil, SessionFit{}, fmt.Errorf("volcanofid: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(f.Dir, "volcano-scheduler.conf"), []byte(conf), 0o644); err != nil {
-		return nil, nil, fmt.Errorf("volcanofid: %w", err)
+		return nil, nil, SessionFit{}, fmt.Errorf("volcanofid: %w", err)
 	}
 	kc := filepath.Join(opt.WorkDir, "kubeconfig")
 	if err := writeKubeconfig(c, kc); err != nil {
-		return nil, nil, err
+		return nil, nil, SessionFit{}, err
 	}
 	periodReal := time.Duration(period * f.TimeScale * float64(time.Second))
 	sched, err := startScheduler(opt, kc, confPath, periodReal)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, SessionFit{}, err
 	}
 	defer sched.stop()
 	// wait for the scheduler's cache: it creates the default queue
@@ -200,7 +202,7 @@ func Record(ctx context.Context, f *Fixture, opt Options) (runs []Run, meta map[
 		_, err := c.Dynamic.Resource(queueGVR).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil
 	}); err != nil {
-		return nil, nil, fmt.Errorf("volcanofid: vc-scheduler did not create the default queue (log %s): %w", sched.log, err)
+		return nil, nil, SessionFit{}, fmt.Errorf("volcanofid: vc-scheduler did not create the default queue (log %s): %w", sched.log, err)
 	}
 	logf("vc-scheduler up (period %v real)", periodReal)
 	time.Sleep(2 * time.Second) // let its informers sync
@@ -216,11 +218,11 @@ func Record(ctx context.Context, f *Fixture, opt Options) (runs []Run, meta map[
 	defer kcancel()
 	kub, err := kubetest.StartFakeKubelet(kctx, c.Client, f.TimeScale)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, SessionFit{}, err
 	}
 	defer kub.Wait()
 	if err := d.watch(kctx); err != nil {
-		return nil, nil, err
+		return nil, nil, SessionFit{}, err
 	}
 	// T0 on a whole second plus 0.1 s, so that jobs submitted a whole
 	// number of real seconds apart get distinct creation seconds.
@@ -234,12 +236,12 @@ func Record(ctx context.Context, f *Fixture, opt Options) (runs []Run, meta map[
 	select {
 	case <-d.done:
 	case <-ctx.Done():
-		return nil, nil, fmt.Errorf("volcanofid: %s: %w (%s)", f.Dir, ctx.Err(), d.progress())
+		return nil, nil, SessionFit{}, fmt.Errorf("volcanofid: %s: %w (%s)", f.Dir, ctx.Err(), d.progress())
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.errs) > 0 {
-		return nil, nil, errors.Join(d.errs...)
+		return nil, nil, SessionFit{}, errors.Join(d.errs...)
 	}
 	for _, j := range f.Jobs {
 		for _, r := range d.runs[j.ID] {
@@ -251,9 +253,9 @@ func Record(ctx context.Context, f *Fixture, opt Options) (runs []Run, meta map[
 	for _, r := range runs {
 		last = max(last, r.End)
 	}
-	fit, err := fitSessions(sched.log, t0, f.TimeScale, last)
+	fit, err = fitSessions(sched.log, t0, f.TimeScale, last)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, SessionFit{}, err
 	}
 	ver, _ := os.ReadFile(filepath.Join(opt.VolcanoDir, "version"))
 	sv, _ := c.Client.Discovery().ServerVersion()
@@ -274,7 +276,7 @@ func Record(ctx context.Context, f *Fixture, opt Options) (runs []Run, meta map[
 		"session_period_s":           strconv.FormatFloat(fit.Period, 'f', 5, 64),
 		"session_fit_max_residual_s": strconv.FormatFloat(fit.MaxResidual, 'f', 3, 64),
 	}
-	return runs, meta, nil
+	return runs, meta, fit, nil
 }
 
 func (d *driver) progress() string {

@@ -16,9 +16,10 @@ import (
 // configured period plus each session's run time and the sessions drift
 // against any fixed grid.
 type SessionFit struct {
-	N             int     // sessions from T0 to the end of the recording
-	First, Period float64 // simulated seconds
-	MaxResidual   float64 // largest |observed - fitted| (simulated seconds)
+	Times         []float64 // every session's opening (simulated seconds from T0)
+	N             int       // sessions from T0 to the end of the recording
+	First, Period float64   // simulated seconds
+	MaxResidual   float64   // largest |observed - fitted| (simulated seconds)
 }
 
 // klogTime parses the header of a klog line ("I1126 21:12:46.973042 ...")
@@ -63,7 +64,9 @@ func fitSessions(logPath string, t0 time.Time, scale, end float64) (SessionFit, 
 	if err := sc.Err(); err != nil {
 		return SessionFit{}, fmt.Errorf("volcanofid: %s: %w", logPath, err)
 	}
-	return fitLine(ts)
+	f, err := fitLine(ts)
+	f.Times = ts
+	return f, err
 }
 
 // fitLine fits ts[k] = First + k*Period by least squares.

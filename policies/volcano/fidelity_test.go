@@ -30,7 +30,8 @@ import (
 //	recorded.csv            one row per run of each job: pods created, gang
 //	                        bound, last pod ended (simulated seconds from T0),
 //	                        evicted, nodes, PodGroup creation second and UID
-//	recorded.meta           versions, time scale, schedule period, grace period
+//	recorded.meta           versions, time scale, schedule period, grace period,
+//	                        vc-scheduler's session grid (fitted from its log)
 //	want.yaml               optional: the agreement the test requires
 //
 // TestVolcanoFidelity replays each fixture without any daemon. Every job is
@@ -39,7 +40,10 @@ import (
 // together, at the latest of those times, in Volcano's tie order for jobs
 // created in the same second: PodGroup UID (JobOrderFn's last key). Each run
 // lasts its recorded length (last end - start: the duration plus the fake
-// kubelet's latency). It then requires, with P the schedule period:
+// kubelet's latency). The policy runs its sessions on vc-scheduler's recorded
+// grid (recorded.meta: sessionOffset = session_first_s, schedulePeriod =
+// session_period_s, the configured period plus the sessions' run time). It
+// then requires, with P the configured schedule period:
 //
 //   - the same start order: no two runs that Volcano started in one order and
 //     gpusim in the other, each by more than P;
@@ -197,6 +201,15 @@ func replayVolcano(t *testing.T, dir string) vcResult {
 	pol, err := New(p)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// vc-scheduler's logged sessions, when recorded: the policy runs its
+	// sessions at exactly those instants.
+	if b, err := os.ReadFile(filepath.Join(dir, "sessions.csv")); err == nil {
+		lines := strings.Fields(string(b))
+		pol.replaySessions = []sim.Time{}
+		for _, l := range lines[1:] {
+			pol.replaySessions = append(pol.replaySessions, sim.Time(sim.Seconds(num(t, l))))
+		}
 	}
 
 	rc, rrows := readVCCSV(t, filepath.Join(dir, "recorded.csv"))

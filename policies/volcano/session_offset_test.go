@@ -6,6 +6,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/gpusim/gpusim/sim"
 	. "github.com/gpusim/gpusim/sim/simtest"
 )
 
@@ -46,4 +47,21 @@ func TestSessionOffset(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "line 1: sessionOffset") {
 		t.Errorf("negative sessionOffset: %v", err)
 	}
+}
+
+// The fidelity replay's hook: sessions exactly at the given instants (a real
+// scheduler's logged sessions), then the grid again. Sessions at 0.25, 0.7
+// and 2.1 s: "full" (at 0) starts at 0.25 s and ends at 1.45 s; "a" (at 0.5)
+// starts at 0.7 s; "b" waits for full's GPUs and starts at 2.1 s; "c" (at 2.5,
+// after the list) starts on the grid at 3 s.
+func TestReplaySessions(t *testing.T) {
+	v := newVolcano(t, ``)
+	v.replaySessions = []sim.Time{sim.Time(sim.Seconds(0.25)), sim.Time(sim.Seconds(0.7)), sim.Time(sim.Seconds(2.1))}
+	res := Run(t, Nodes(1, 8), v,
+		MakeJob("full").GPUs(6).At(0).Dur(1.2).Obj(),
+		MakeJob("a").GPUs(2).At(0.5).Dur(10).Obj(),
+		MakeJob("b").GPUs(6).At(0.5).Dur(1).Obj(),
+		MakeJob("c").GPUs(0).CPU(1000).At(2.5).Dur(1).Obj(),
+	)
+	wantStarts(t, res, map[string]float64{"full": 0.25, "a": 0.7, "b": 2.1, "c": 3})
 }
