@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,10 +41,10 @@ import (
 // together, at the latest of those times, in Volcano's tie order for jobs
 // created in the same second: PodGroup UID (JobOrderFn's last key). Each run
 // lasts its recorded length (last end - start: the duration plus the fake
-// kubelet's latency). The policy runs its sessions on vc-scheduler's recorded
-// grid (recorded.meta: sessionOffset = session_first_s, schedulePeriod =
-// session_period_s, the configured period plus the sessions' run time). It
-// then requires, with P the configured schedule period:
+// kubelet's latency). The policy runs its sessions at vc-scheduler's logged
+// session instants (sessions.csv), and a run's start is the session that
+// bound it (see decided below). It then requires, with P the configured
+// schedule period:
 //
 //   - the same start order: no two runs that Volcano started in one order and
 //     gpusim in the other, each by more than P;
@@ -204,19 +205,33 @@ func replayVolcano(t *testing.T, dir string) vcResult {
 	}
 	// vc-scheduler's logged sessions, when recorded: the policy runs its
 	// sessions at exactly those instants.
+	var sessions []float64
 	if b, err := os.ReadFile(filepath.Join(dir, "sessions.csv")); err == nil {
 		lines := strings.Fields(string(b))
 		pol.replaySessions = []sim.Time{}
 		for _, l := range lines[1:] {
+			sessions = append(sessions, num(t, l))
 			pol.replaySessions = append(pol.replaySessions, sim.Time(sim.Seconds(num(t, l))))
 		}
+	}
+	// A run starts, for the comparison, at the session that bound it: the
+	// last session opened at or before its pods were bound. A session decides
+	// on the snapshot taken when it opens (framework.OpenSession) and holds
+	// the resources from then on in its cache; the bind lands later, after
+	// the session's run time and the API round trip (up to 1 s of simulated
+	// time on this loaded machine).
+	decided := func(bound float64) float64 {
+		if i := sort.SearchFloat64s(sessions, bound+1e-9) - 1; i >= 0 {
+			return sessions[i]
+		}
+		return bound
 	}
 
 	rc, rrows := readVCCSV(t, filepath.Join(dir, "recorded.csv"))
 	runs := map[string][]vcRun{}
 	for _, r := range rrows {
 		runs[r[rc["id"]]] = append(runs[r[rc["id"]]], vcRun{run: int(num(t, r[rc["run"]])), evicted: r[rc["evicted"]] == "1",
-			created: num(t, r[rc["created_s"]]), start: num(t, r[rc["start_s"]]), end: num(t, r[rc["end_s"]]),
+			created: num(t, r[rc["created_s"]]), start: decided(num(t, r[rc["start_s"]])), end: num(t, r[rc["end_s"]]),
 			pgSecond: int64(num(t, r[rc["pg_created_s"]])), pgUID: r[rc["pg_uid"]]})
 	}
 	jc, jrows := readVCCSV(t, filepath.Join(dir, "jobs.csv"))
