@@ -57,6 +57,14 @@ import (
 //     would fail whenever one job starts up to P earlier and another ends up
 //     to P later in gpusim: the overlap is a value Volcano never shows.)
 
+// cacheLag is how long, in simulated seconds at time scale 0.5 (25 ms real),
+// a created pod takes to reach vc-scheduler's cache (its informer's watch):
+// the recorder notes the creation when the API call returns, the scheduler
+// sees it later. A session that opens within it does not see the job (in
+// fixture spread, f1's pod was created 2 ms of simulated time before a
+// session, which did not place it).
+const cacheLag = 0.05
+
 // volcanoFixture is fixture.yaml (its params stay a YAML node for the policy).
 type volcanoFixture struct {
 	Nodes       int       `yaml:"nodes"`
@@ -247,7 +255,7 @@ func replayVolcano(t *testing.T, dir string, grid bool) vcResult {
 			CPUMilli: int64(num(t, r[jc["cpu_milli"]])), MemoryMiB: int64(num(t, r[jc["memory_mib"]])),
 			Duration: sim.Seconds(last.end - last.start)}
 		nominal := num(t, r[jc["submit_s"]])
-		arrive[nominal] = max(arrive[nominal], rs[0].created)
+		arrive[nominal] = max(arrive[nominal], rs[0].created+cacheLag*fx.TimeScale/0.5)
 		jobs = append(jobs, jobRow{sp, nominal})
 	}
 	// Volcano's order for jobs created in one second: PodGroup UID.
