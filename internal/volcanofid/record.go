@@ -69,6 +69,9 @@ type Run struct {
 	Start   float64 // the last pod of the gang was bound (Volcano commits a gang in one session)
 	End     float64 // the last pod ended (Succeeded, or deleted after an eviction)
 	Evicted bool    // a pod of this run was evicted by the scheduler
+	// EvictSeen is when the driver (the kubelets' stand-in) first saw an
+	// evicted pod's deletion: the grace period starts there (-1 if none).
+	EvictSeen float64
 	Nodes   []string
 	// PodGroup creation second (from T0, real seconds, whole) and UID: the
 	// job-order tie-break of Volcano (JobInfo creation timestamp, then UID).
@@ -393,7 +396,7 @@ func (d *driver) createPods(ctx context.Context, j Job, run int) error {
 		limits[kubetest.GPUResource] = q // extended resources need limits = requests
 	}
 	d.mu.Lock()
-	r := &Run{Job: j.ID, Index: run, Created: -1, Start: -1, End: -1}
+	r := &Run{Job: j.ID, Index: run, Created: -1, Start: -1, End: -1, EvictSeen: -1}
 	d.runs[j.ID] = append(d.runs[j.ID], r)
 	for i := range j.Replicas {
 		d.pods[fmt.Sprintf("%s-%d-%d", j.ID, run, i)] = &podState{job: j.ID, run: run, bound: -1, ended: -1}
@@ -471,7 +474,9 @@ func (d *driver) onPod(ctx context.Context, o any, gone bool) {
 	if p.DeletionTimestamp != nil && !st.deleted && !st.evicted && !gone {
 		// deleted by someone else: the scheduler's eviction
 		st.evicted = true
-		r.Evicted = true
+		if !r.Evicted {
+			r.Evicted, r.EvictSeen = true, now
+		}
 		go d.terminate(ctx, p.Name)
 		for name, o := range d.pods {
 			if o.job == st.job && o.run == st.run && name != p.Name && !o.deleted && !o.evicted && o.ended < 0 {

@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/sim"
 	"github.com/gpusim/gpusim/sim/simtest"
 )
@@ -197,19 +198,16 @@ func replayVolcano(t *testing.T, dir string, grid bool) vcResult {
 		t.Fatalf("%s/fixture.yaml: %v", dir, err)
 	}
 	period := time1s(p)
-	pol, err := New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// vc-scheduler's logged sessions, when recorded: the policy runs its
 	// sessions at exactly those instants.
 	var sessions []float64
+	var replay []sim.Time
 	if b, err := os.ReadFile(filepath.Join(dir, "sessions.csv")); err == nil {
 		lines := strings.Fields(string(b))
 		for _, l := range lines[1:] {
 			sessions = append(sessions, num(t, l))
 			if !grid {
-				pol.replaySessions = append(pol.replaySessions, sim.Time(sim.Seconds(num(t, l))))
+				replay = append(replay, sim.Time(sim.Seconds(num(t, l))))
 			}
 		}
 	}
@@ -228,11 +226,36 @@ func replayVolcano(t *testing.T, dir string, grid bool) vcResult {
 
 	rc, rrows := readVCCSV(t, filepath.Join(dir, "recorded.csv"))
 	runs := map[string][]vcRun{}
+	// The recorded grace period starts when the kubelets' stand-in sees an
+	// evicted pod's deletion, after Volcano's evict calls (UpdateStatus,
+	// Delete) and the watch; gpusim's starts at the session that evicts.
+	// The replay adds the measured mean lag to evictionGracePeriod.
+	var lag float64
+	var evictions int
 	for _, r := range rrows {
-		runs[r[rc["id"]]] = append(runs[r[rc["id"]]], vcRun{run: int(num(t, r[rc["run"]])), evicted: r[rc["evicted"]] == "1",
+		vr := vcRun{run: int(num(t, r[rc["run"]])), evicted: r[rc["evicted"]] == "1",
 			created: num(t, r[rc["created_s"]]), start: decided(num(t, r[rc["start_s"]])), end: num(t, r[rc["end_s"]]),
-			pgSecond: int64(num(t, r[rc["pg_created_s"]])), pgUID: r[rc["pg_uid"]]})
+			pgSecond: int64(num(t, r[rc["pg_created_s"]])), pgUID: r[rc["pg_uid"]]}
+		if k, ok := rc["evict_seen_s"]; ok && vr.evicted && r[k] != "" && !grid {
+			seen := num(t, r[k])
+			lag += seen - decided(seen)
+			evictions++
+		}
+		runs[r[rc["id"]]] = append(runs[r[rc["id"]]], vr)
 	}
+	if evictions > 0 {
+		g := sim.Seconds(30)
+		if p.EvictionGracePeriod != nil {
+			g = sim.Duration(*p.EvictionGracePeriod)
+		}
+		d := policies.Dur(g + sim.Seconds(lag/float64(evictions)))
+		p.EvictionGracePeriod = &d
+	}
+	pol, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol.replaySessions = replay
 	jc, jrows := readVCCSV(t, filepath.Join(dir, "jobs.csv"))
 	type jobRow struct {
 		spec    sim.JobSpec
