@@ -92,17 +92,6 @@ type vcRun struct {
 // stepCurve is a step function of time: value changes (time, +/- GPUs).
 type stepCurve []struct{ t, d float64 }
 
-// at returns the value just after time t (changes at t included).
-func (c stepCurve) at(t float64) float64 {
-	v := 0.0
-	for _, s := range c {
-		if s.t <= t+1e-9 {
-			v += s.d
-		}
-	}
-	return v
-}
-
 // cum returns the GPUs started (sign +1) or released (sign -1) up to and
 // including time t.
 func (c stepCurve) cum(t float64, sign float64) float64 {
