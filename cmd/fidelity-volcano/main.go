@@ -110,19 +110,23 @@ func writeRuns(path string, runs []volcanofid.Run) error {
 		return err
 	}
 	w := csv.NewWriter(fh)
-	_ = w.Write([]string{"id", "run", "evicted", "created_s", "start_s", "end_s", "nodes", "pg_created_s", "pg_uid", "evict_seen_s"})
+	_ = w.Write([]string{"id", "run", "evicted", "created_s", "start_s", "end_s", "nodes", "pg_created_s", "pg_uid", "evict_seen_s", "cached_s"})
 	ff := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	for _, r := range runs {
 		ev := "0"
 		if r.Evicted {
 			ev = "1"
 		}
+		cached := ""
+		if r.Cached >= 0 {
+			cached = ff(r.Cached)
+		}
 		seen := ""
 		if r.Evicted {
 			seen = ff(r.EvictSeen)
 		}
 		_ = w.Write([]string{r.Job, strconv.Itoa(r.Index), ev, ff(r.Created), ff(r.Start), ff(r.End),
-			strings.Join(r.Nodes, "|"), strconv.FormatInt(r.PGCreated, 10), r.PGUID, seen})
+			strings.Join(r.Nodes, "|"), strconv.FormatInt(r.PGCreated, 10), r.PGUID, seen, cached})
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {

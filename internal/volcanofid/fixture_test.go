@@ -112,3 +112,15 @@ func TestFitLine(t *testing.T) {
 		t.Errorf("klogTime = %v, %v", tm, ok)
 	}
 }
+
+// cachedTimes: a run is in the cache once its PodGroup (first run only) and
+// all its pods are; a missing log line leaves it unknown (-1).
+func TestCachedTimes(t *testing.T) {
+	f := &Fixture{Jobs: []Job{{ID: "g", Replicas: 2}, {ID: "s", Replicas: 1}}}
+	runs := []Run{{Job: "g", Cached: -1}, {Job: "g", Index: 1, Cached: -1}, {Job: "s", Cached: -1}}
+	cachedTimes(runs, f, map[string]float64{
+		"podgroup/g": 0.5, "g-0-0": 0.2, "g-0-1": 0.4, "g-1-0": 9, "g-1-1": 9.5, "s-0-0": 1})
+	if runs[0].Cached != 0.5 || runs[1].Cached != 9.5 || runs[2].Cached != -1 {
+		t.Errorf("cached %v %v %v, want 0.5 9.5 -1 (s has no PodGroup line)", runs[0].Cached, runs[1].Cached, runs[2].Cached)
+	}
+}

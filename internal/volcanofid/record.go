@@ -69,10 +69,13 @@ type Run struct {
 	Start   float64 // the last pod of the gang was bound (Volcano commits a gang in one session)
 	End     float64 // the last pod ended (Succeeded, or deleted after an eviction)
 	Evicted bool    // a pod of this run was evicted by the scheduler
+	// Cached is when vc-scheduler's cache had the whole run: its PodGroup
+	// (first run) and all its pods (-1 if the log does not say).
+	Cached float64
 	// EvictSeen is when the driver (the kubelets' stand-in) first saw an
 	// evicted pod's deletion: the grace period starts there (-1 if none).
 	EvictSeen float64
-	Nodes   []string
+	Nodes     []string
 	// PodGroup creation second (from T0, real seconds, whole) and UID: the
 	// job-order tie-break of Volcano (JobInfo creation timestamp, then UID).
 	PGCreated int64
@@ -252,6 +255,7 @@ func Record(ctx context.Context, f *Fixture, opt Options) (runs []Run, meta map[
 			runs = append(runs, *r)
 		}
 	}
+
 	var last float64
 	for _, r := range runs {
 		last = max(last, r.End)
@@ -279,7 +283,35 @@ func Record(ctx context.Context, f *Fixture, opt Options) (runs []Run, meta map[
 		"session_period_s":           strconv.FormatFloat(fit.Period, 'f', 5, 64),
 		"session_fit_max_residual_s": strconv.FormatFloat(fit.MaxResidual, 'f', 3, 64),
 	}
+	cachedTimes(runs, f, fit.Added)
 	return runs, meta, fit, nil
+}
+
+// cachedTimes sets each run's Cached from the scheduler's cache additions.
+func cachedTimes(runs []Run, f *Fixture, added map[string]float64) {
+	reps := map[string]int{}
+	for _, j := range f.Jobs {
+		reps[j.ID] = j.Replicas
+	}
+	for i := range runs {
+		r := &runs[i]
+		c, ok := -1.0, true
+		if r.Index == 0 {
+			var pg float64
+			if pg, ok = added["podgroup/"+r.Job]; ok {
+				c = pg
+			}
+		}
+		for k := 0; ok && k < reps[r.Job]; k++ {
+			var t float64
+			if t, ok = added[fmt.Sprintf("%s-%d-%d", r.Job, r.Index, k)]; ok {
+				c = max(c, t)
+			}
+		}
+		if ok {
+			r.Cached = c
+		}
+	}
 }
 
 func (d *driver) progress() string {
@@ -396,7 +428,7 @@ func (d *driver) createPods(ctx context.Context, j Job, run int) error {
 		limits[kubetest.GPUResource] = q // extended resources need limits = requests
 	}
 	d.mu.Lock()
-	r := &Run{Job: j.ID, Index: run, Created: -1, Start: -1, End: -1, EvictSeen: -1}
+	r := &Run{Job: j.ID, Index: run, Created: -1, Start: -1, End: -1, EvictSeen: -1, Cached: -1}
 	d.runs[j.ID] = append(d.runs[j.ID], r)
 	for i := range j.Replicas {
 		d.pods[fmt.Sprintf("%s-%d-%d", j.ID, run, i)] = &podState{job: j.ID, run: run, bound: -1, ended: -1}
@@ -684,7 +716,7 @@ func startScheduler(opt Options, kubeconfig, conf string, period time.Duration) 
 		"--kubeconfig="+kubeconfig, "--scheduler-conf="+conf,
 		"--schedule-period="+period.String(), "--leader-elect=false",
 		"--enable-healthz=false", "--enable-metrics=false",
-		"--cache-dump-dir="+opt.WorkDir, "--logtostderr=true", "-v=3")
+		"--cache-dump-dir="+opt.WorkDir, "--logtostderr=true", "-v=4")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = opt.WorkDir
 	cmd.SysProcAttr = childAttr()

@@ -16,10 +16,13 @@ import (
 // configured period plus each session's run time and the sessions drift
 // against any fixed grid.
 type SessionFit struct {
-	Times         []float64 // every session's opening (simulated seconds from T0)
-	N             int       // sessions from T0 to the end of the recording
-	First, Period float64   // simulated seconds
-	MaxResidual   float64   // largest |observed - fitted| (simulated seconds)
+	Times []float64 // every session's opening (simulated seconds from T0)
+	// Added is when vc-scheduler's cache got each pod (by pod name) and each
+	// PodGroup ("podgroup/<name>"), from its event handlers' log lines.
+	Added         map[string]float64
+	N             int     // sessions from T0 to the end of the recording
+	First, Period float64 // simulated seconds
+	MaxResidual   float64 // largest |observed - fitted| (simulated seconds)
 }
 
 // klogTime parses the header of a klog line ("I1126 21:12:46.973042 ...")
@@ -37,7 +40,8 @@ func klogTime(line string, year int, loc *time.Location) (time.Time, bool) {
 
 // fitSessions reads the "Open Session" lines of vc-scheduler's log (-v=3,
 // framework/session.go OpenSession) and fits their times from t0 to end
-// (simulated seconds, scale = real seconds per simulated second).
+// (simulated seconds, scale = real seconds per simulated second). It also
+// collects when each pod and PodGroup reached the scheduler's cache (-v=4).
 func fitSessions(logPath string, t0 time.Time, scale, end float64) (SessionFit, error) {
 	fh, err := os.Open(logPath)
 	if err != nil {
@@ -45,11 +49,24 @@ func fitSessions(logPath string, t0 time.Time, scale, end float64) (SessionFit, 
 	}
 	defer fh.Close()
 	var ts []float64
+	added := map[string]float64{}
 	sc := bufio.NewScanner(fh)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.Contains(line, "] Open Session ") {
+		var name string
+		switch {
+		case strings.Contains(line, "] Open Session "):
+		case strings.Contains(line, "] Added pod <"+namespace+"/"):
+			// event_handlers.go addPod (V(3)): "Added pod <ns/name> into cache."
+			rest := line[strings.Index(line, "] Added pod <"+namespace+"/")+len("] Added pod <"+namespace+"/"):]
+			name, _, _ = strings.Cut(rest, ">")
+		case strings.Contains(line, "] Add PodGroup("):
+			// event_handlers.go addPodGroup (V(4)): "Add PodGroup(name) into cache, ..."
+			rest := line[strings.Index(line, "] Add PodGroup(")+len("] Add PodGroup("):]
+			pg, _, _ := strings.Cut(rest, ")")
+			name = "podgroup/" + pg
+		default:
 			continue
 		}
 		t, ok := klogTime(line, t0.Year(), time.Local)
@@ -57,6 +74,12 @@ func fitSessions(logPath string, t0 time.Time, scale, end float64) (SessionFit, 
 			continue
 		}
 		s := t.Sub(t0).Seconds() / scale
+		if name != "" {
+			if _, dup := added[name]; !dup {
+				added[name] = s
+			}
+			continue
+		}
 		if s >= 0 && s <= end {
 			ts = append(ts, s)
 		}
@@ -65,7 +88,7 @@ func fitSessions(logPath string, t0 time.Time, scale, end float64) (SessionFit, 
 		return SessionFit{}, fmt.Errorf("volcanofid: %s: %w", logPath, err)
 	}
 	f, err := fitLine(ts)
-	f.Times = ts
+	f.Times, f.Added = ts, added
 	return f, err
 }
 

@@ -36,8 +36,8 @@ import (
 //	want.yaml               optional: the agreement the test requires
 //
 // TestVolcanoFidelity replays each fixture without any daemon. Every job is
-// submitted when its gang was complete in the recording (its last pod
-// created). The jobs of one flood (same submit time in jobs.csv) arrive
+// submitted when its gang was complete in vc-scheduler's cache (cached_s:
+// its PodGroup and last pod added, from the scheduler's log). The jobs of one flood (same submit time in jobs.csv) arrive
 // together, at the latest of those times, in Volcano's tie order for jobs
 // created in the same second: PodGroup UID (JobOrderFn's last key). Each run
 // lasts its recorded length (last end - start: the duration plus the fake
@@ -59,11 +59,9 @@ import (
 //     to P later in gpusim: the overlap is a value Volcano never shows.)
 
 // cacheLag is how long, in simulated seconds at time scale 0.5 (25 ms real),
-// a created pod takes to reach vc-scheduler's cache (its informer's watch):
-// the recorder notes the creation when the API call returns, the scheduler
-// sees it later. A session that opens within it does not see the job (in
-// fixture spread, f1's pod was created 2 ms of simulated time before a
-// session, which did not place it).
+// a created pod takes to reach vc-scheduler's cache (its informer's watch),
+// for recordings without cached_s: the recorder notes the creation when the
+// API call returns, the scheduler sees it later.
 const cacheLag = 0.05
 
 // volcanoFixture is fixture.yaml (its params stay a YAML node for the policy).
@@ -223,8 +221,12 @@ func replayVolcano(t *testing.T, dir string, grid bool) vcResult {
 	var evictions int
 	for _, r := range rrows {
 		vr := vcRun{run: int(num(t, r[rc["run"]])), evicted: r[rc["evicted"]] == "1",
-			created: num(t, r[rc["created_s"]]), start: decided(num(t, r[rc["start_s"]])), end: num(t, r[rc["end_s"]]),
+			created: num(t, r[rc["created_s"]]) + cacheLag*fx.TimeScale/0.5, start: decided(num(t, r[rc["start_s"]])), end: num(t, r[rc["end_s"]]),
 			pgSecond: int64(num(t, r[rc["pg_created_s"]])), pgUID: r[rc["pg_uid"]]}
+		if k, ok := rc["cached_s"]; ok && r[k] != "" {
+			// when vc-scheduler's cache had the PodGroup and all its pods
+			vr.created = max(num(t, r[k]), vr.created-cacheLag*fx.TimeScale/0.5)
+		}
 		if k, ok := rc["evict_seen_s"]; ok && vr.evicted && r[k] != "" && !grid {
 			seen := num(t, r[k])
 			lag += seen - decided(seen)
@@ -267,7 +269,7 @@ func replayVolcano(t *testing.T, dir string, grid bool) vcResult {
 			CPUMilli: int64(num(t, r[jc["cpu_milli"]])), MemoryMiB: int64(num(t, r[jc["memory_mib"]])),
 			Duration: sim.Seconds(last.end - last.start)}
 		nominal := num(t, r[jc["submit_s"]])
-		arrive[nominal] = max(arrive[nominal], rs[0].created+cacheLag*fx.TimeScale/0.5)
+		arrive[nominal] = max(arrive[nominal], rs[0].created)
 		jobs = append(jobs, jobRow{sp, nominal})
 	}
 	// Volcano's order for jobs created in one second: PodGroup UID.
