@@ -70,7 +70,7 @@ fidelity-slurm: ## record real Slurm on the fidelity fixtures (FIXTURES=dir...; 
 # recorded.csv and recorded.meta. VC_FIXTURES picks some.
 VC_FIXTURES ?= $(wildcard policies/volcano/testdata/fidelity/*/)
 
-fidelity-volcano: ## record the real Volcano scheduler on its fidelity fixtures (VC_FIXTURES=dir...; ~5 min once built)
+fidelity-volcano: ## record the real Volcano scheduler on its fidelity fixtures (VC_FIXTURES=dir...; ~13 min once built)
 	scripts/fidelity-volcano.sh $(VC_FIXTURES)
 
 # End-to-end tests against a real kube-apiserver + etcd (docs/e2e.md). The
