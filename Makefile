@@ -5,7 +5,7 @@ PKGS     ?= ./...
 # Packages whose tests the CI runs (everything; fuzz seeds run as unit tests).
 TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: e2e e2e-deps all build test vet staticcheck unit unit-lpsolve race bench bench-full demo fuzz clean help fmt fidelity-slurm fidelity-kueue
+.PHONY: e2e e2e-deps all build test vet staticcheck unit unit-lpsolve race bench bench-full demo fuzz clean help fmt fidelity-slurm fidelity-kueue fidelity-volcano
 
 all: build
 
@@ -73,6 +73,15 @@ KUEUE_FIXTURES ?= $(wildcard policies/kueue/testdata/fidelity/*/)
 
 fidelity-kueue: ## record the real Kueue controller on its fidelity fixtures (KUEUE_FIXTURES=dir...; needs root)
 	scripts/fidelity-kueue.sh $(KUEUE_FIXTURES)
+
+# Real Volcano scheduler as oracle (docs/fidelity.md): builds vc-scheduler
+# v1.10.0 from the module proxy (scripts/ensure-volcano.sh, cached), runs it
+# with etcd + kube-apiserver on loopback for each fixture and rewrites its
+# recorded.csv and recorded.meta. VC_FIXTURES picks some.
+VC_FIXTURES ?= $(wildcard policies/volcano/testdata/fidelity/*/)
+
+fidelity-volcano: ## record the real Volcano scheduler on its fidelity fixtures (VC_FIXTURES=dir...; ~13 min once built)
+	scripts/fidelity-volcano.sh $(VC_FIXTURES)
 
 # End-to-end tests against a real kube-apiserver + etcd (docs/e2e.md). The
 # binaries are built from the Go module proxy into ~/.cache/gpusim-e2e/<key>/

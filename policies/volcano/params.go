@@ -22,6 +22,11 @@ type Params struct {
 	// SchedulePeriod is the time between sessions (--schedule-period, default 1s).
 	// Decisions are made only at multiples of it.
 	SchedulePeriod *policies.Dur `yaml:"schedulePeriod"`
+	// SessionOffset is when the first session runs (default 0s); sessions then
+	// run at SessionOffset + k*SchedulePeriod. It lines the session grid up
+	// with a real scheduler's, whose first session falls wherever the process
+	// started (the Volcano fidelity replay sets it from the recording).
+	SessionOffset *policies.Dur `yaml:"sessionOffset"`
 	// EvictionGracePeriod is how long an evicted job keeps running (and holding its
 	// nodes) before it stops: the pods' termination grace period (default 30s).
 	EvictionGracePeriod *policies.Dur `yaml:"evictionGracePeriod"`
@@ -182,6 +187,7 @@ func parseResources(field string, rl ResourceList, unset float64) (res, error) {
 // config is the validated configuration.
 type config struct {
 	period  sim.Duration
+	offset  sim.Duration // first session (sessionOffset)
 	grace   sim.Duration
 	actions []string
 	tiers   [][]string // plugin names per tier
@@ -244,6 +250,9 @@ func buildConfig(p Params) (*config, error) {
 		if c.period <= 0 {
 			errs = append(errs, errors.New("schedulePeriod: must be > 0"))
 		}
+	}
+	if p.SessionOffset != nil {
+		c.offset = sim.Duration(*p.SessionOffset) // >= 0: policies.Dur refuses negative durations
 	}
 	if p.EvictionGracePeriod != nil {
 		c.grace = sim.Duration(*p.EvictionGracePeriod)

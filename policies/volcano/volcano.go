@@ -15,7 +15,7 @@ import (
 func init() {
 	policies.Register(policies.Info{Name: "volcano",
 		Summary: "Volcano scheduler: periodic sessions running enqueue/allocate/backfill (+preempt, reclaim) with tiered plugins: gang, priority, drf, proportion (weighted water-filling of queue deserved shares), overcommit, binpack, nodeorder; optional HyperNode network topology.",
-		Params:  "schedulePeriod (1s); evictionGracePeriod (30s); actions; tiers (volcano-scheduler.conf syntax); queues [{name, weight, capability, guarantee, priority, reclaimable, state}]; queueMapping; defaultQueue; networkTopology {mode, highestTierAllowed, tiers, minReplicas}"},
+		Params:  "schedulePeriod (1s); sessionOffset (0s); evictionGracePeriod (30s); actions; tiers (volcano-scheduler.conf syntax); queues [{name, weight, capability, guarantee, priority, reclaimable, state}]; queueMapping; defaultQueue; networkTopology {mode, highestTierAllowed, tiers, minReplicas}"},
 		func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
 			p, err := ParamsFromYAML(n)
 			if err != nil {
@@ -77,6 +77,12 @@ type Volcano struct {
 	inited   bool
 	err      error
 	sessions int64
+
+	// replaySessions, when set (the fidelity test only), replaces the session
+	// grid: sessions run exactly at these ascending instants (a real
+	// scheduler's logged sessions); nextReplay indexes the first one not run.
+	replaySessions []sim.Time
+	nextReplay     int
 
 	// session scratch
 	v       *sim.View
@@ -218,9 +224,13 @@ func (s *Volcano) Schedule(v *sim.View, p *sim.Plan) error {
 	if err := s.stopEvicted(); err != nil {
 		return err
 	}
-	// 2. A session at k*period.
-	period := s.cfg.period
-	session := int64(s.now)%int64(period) == 0
+	// 2. A session at offset + k*period (or at the replayed instants).
+	period, off := int64(s.cfg.period), int64(s.cfg.offset)
+	since := int64(s.now) - off
+	session := since >= 0 && since%period == 0
+	if s.replaySessions != nil {
+		session = s.replaySession()
+	}
 	if session {
 		if err := s.session(); err != nil {
 			return err
@@ -230,7 +240,13 @@ func (s *Volcano) Schedule(v *sim.View, p *sim.Plan) error {
 			return err
 		}
 	}
-	next := sim.Time((int64(s.now)/int64(period) + 1) * int64(period))
+	next := sim.Time(off)
+	if since >= 0 {
+		next = sim.Time(off + (since/period+1)*period)
+	}
+	if s.replaySessions != nil && s.nextReplay < len(s.replaySessions) {
+		next = s.replaySessions[s.nextReplay]
+	}
 	if (session && s.changed) || (!session && v.PendingCount() > 0) {
 		p.Wake(next)
 	}
@@ -238,6 +254,23 @@ func (s *Volcano) Schedule(v *sim.View, p *sim.Plan) error {
 		p.Wake(vj.evictAt)
 	}
 	return nil
+}
+
+// replaySession reports whether a replayed session falls now and consumes it.
+// Once the list is exhausted the grid (offset + k*period) takes over.
+func (s *Volcano) replaySession() bool {
+	for s.nextReplay < len(s.replaySessions) && s.replaySessions[s.nextReplay] < s.now {
+		s.nextReplay++
+	}
+	if s.nextReplay < len(s.replaySessions) && s.replaySessions[s.nextReplay] == s.now {
+		s.nextReplay++
+		return true
+	}
+	if s.nextReplay < len(s.replaySessions) {
+		return false
+	}
+	since := int64(s.now) - int64(s.cfg.offset)
+	return since >= 0 && since%int64(s.cfg.period) == 0
 }
 
 // stopEvicted stops the evicted jobs whose grace period is over (requeued).
