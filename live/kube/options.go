@@ -66,6 +66,14 @@ type Options struct {
 	// RackLabel, BlockLabel and ZoneLabel are the node label keys of the
 	// topology levels ("" = the Default* keys).
 	RackLabel, BlockLabel, ZoneLabel string
+	// ClassLabels are node label keys whose values split nodes into
+	// eligibility classes, so that nodeSelector / node affinity on them is
+	// honoured exactly (see docs/live.md; nil = the GPU product, taints and
+	// spec.unschedulable only).
+	ClassLabels []string
+	// DefaultDuration is the model's duration of a job whose pods carry no
+	// gpusim.io/duration annotation (simulated time; default 1 h).
+	DefaultDuration sim.Duration
 	// GangTimeout is how long an incomplete gang (a PodGroup whose minMember
 	// is 0 or larger than its pods, a Kubeflow/JobSet/indexed Job with
 	// missing pods) waits before it is skipped with an Event (default 60 s
@@ -77,9 +85,15 @@ type Options struct {
 	// OutDir, when set, receives the run directory (events.parquet,
 	// jobs.csv, summary.json with mode "live") when Run returns.
 	OutDir string
+	// Host names the API server in summary.json (its URL host; never
+	// credentials).
+	Host string
 	// Provenance fields for summary.json.
 	Version, Scenario, ScenarioSHA256 string
 	Seed                              uint64
+	// Done, when set, gets the run's result after the outputs are written
+	// (the command line simulates the same jobs beside it).
+	Done func(res *sim.Result)
 	// Log receives one line per decision, skip and error (nil = none). It
 	// never receives credentials.
 	Log io.Writer
