@@ -105,7 +105,7 @@ func buildCluster(nodes []*corev1.Node, rack, block, zone string, classLabels []
 		}
 		spec.Spine = intern(blocks, b)
 		if c := n.Labels[LabelGPUClique]; c != "" {
-			spec.NVLinkDomain = intern(cliques, c) + 1
+			spec.NVLinkDomain = intern(cliques, c)
 		}
 		taints := scheduleTaints(n)
 		key := classKey(product, taints, n.Labels, classLabels)
