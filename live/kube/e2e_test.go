@@ -353,9 +353,12 @@ func simVsLive(t *testing.T, policy string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := sim.NewCluster(specs)
-	if err != nil {
-		t.Fatal(err)
+	// The twin: the live run's jobs (submit times as the scheduler observed
+	// them, as `gpusim live` simulates them) on the same cluster model; and
+	// the trace itself (submit times as written).
+	twin := make([]sim.JobSpec, len(live.Jobs))
+	for i := range live.Jobs {
+		twin[i] = live.Jobs[i].Spec
 	}
 	jobs := make([]sim.JobSpec, len(trace))
 	for i, j := range trace {
@@ -366,14 +369,31 @@ func simVsLive(t *testing.T, policy string) {
 		jobs[i] = sim.JobSpec{ID: sim.JobID(ns + "/" + j.id), Submit: sim.Time(sim.Seconds(j.submit)), Replicas: reps, GPUsPerReplica: g,
 			GPUMilli: sim.WholeGPU, Duration: sim.Seconds(j.dur), Class: sim.ClassUnknown, Team: ns}
 	}
-	e, err := sim.NewEngine(sim.Config{Cluster: cl, Jobs: jobs, Policy: mustPolicy(t, policy)})
-	if err != nil {
-		t.Fatal(err)
+	simulate := func(jobs []sim.JobSpec) *sim.Result {
+		cl, err := sim.NewCluster(specs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := sim.NewEngine(sim.Config{Cluster: cl, Jobs: jobs, Policy: mustPolicy(t, policy)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
 	}
-	sres, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
+	sres := simulate(twin)
+	ft := reports.CompareFidelity(policy, reports.JobRows(simulate(jobs)), reports.JobRows(live))
+	t.Logf("against the trace's own submit times: Kendall tau-b %.4f, mean JCT live %.0f s vs sim %.0f s (%+.2f%%)", ft.KendallTau, ft.MeanLiveJCTS, ft.MeanSimJCTS, 100*ft.MeanJCTDiff)
+	var over float64 // mean live run time beyond the duration (kubelet and watch delays)
+	for i := range live.Jobs {
+		j := &live.Jobs[i]
+		over += (j.End - j.LastStart).Seconds() - j.Spec.Duration.Seconds()
 	}
+	over /= float64(max(len(live.Jobs), 1))
+	t.Logf("mean live run time beyond the duration: %.1f s simulated (%.0f ms real)", over, over/scale*1000)
 	f := reports.CompareFidelity(policy, reports.JobRows(sres), reports.JobRows(live))
 	js, _ := json.Marshal(map[string]any{"policy": policy, "jobs": len(trace), "pods": pods, "wall_s": wall.Seconds(), "started": f.Started, "completed": f.Completed,
 		"kendall_tau_b": f.KendallTau, "mean_jct_sim_s": f.MeanSimJCTS, "mean_jct_live_s": f.MeanLiveJCTS, "mean_jct_diff": f.MeanJCTDiff,
@@ -387,5 +407,239 @@ func simVsLive(t *testing.T, policy string) {
 	}
 	if math.Abs(f.MeanJCTDiff) > 0.05 {
 		t.Errorf("mean JCT live %.0f s vs sim %.0f s: %.2f%% > 5%%", f.MeanLiveJCTS, f.MeanSimJCTS, 100*f.MeanJCTDiff)
+	}
+}
+
+func readSummary(t *testing.T, dir string) *reports.Summary {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s reports.Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Mode != reports.ModeLive || s.Live == nil || s.Live.Kube == nil || s.Live.Backend != "kubernetes" {
+		t.Fatalf("summary.json: mode %q, live %+v", s.Mode, s.Live)
+	}
+	return &s
+}
+
+// TestE2EHostile: malformed pods and gangs are skipped with an Event each
+// while a good pod beside them runs; the scheduler never stops.
+func TestE2EHostile(t *testing.T) {
+	const ns, sched = "hostile", "gpusim-hostile"
+	c := e2e(t, ns)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	kl, err := kubetest.StartFakeKubelet(ctx, c.Client, 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kl.Wait()
+	defer cancel()
+	out := t.TempDir()
+	r := startRun(t, c, Options{SchedulerName: sched, Namespace: ns, Scale: 100, GangTimeout: 2 * time.Second, OutDir: out, Poll: 20 * time.Millisecond})
+	// The API server itself refuses negative and fractional GPU requests
+	// (pkg/apis/core/validation: extended resources must be whole and
+	// non-negative); the translation refuses them too (TestTranslateHostile).
+	for _, q := range []string{"-1", "500m"} {
+		p := e2ePod(ns, "bad-quantity", sched, 1, 10)
+		p.Spec.Containers[0].Resources.Limits[ResourceGPU] = resource.MustParse(q)
+		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err == nil {
+			t.Errorf("the API server accepted nvidia.com/gpu %s", q)
+		}
+	}
+	createPodGroup(t, ctx, c, ns, "zero", int64(0))
+	createPodGroup(t, ctx, c, ns, "short", int64(3))
+	createPodGroup(t, ctx, c, ns, "text", "two")
+	mk := func(name string, gpus int64, dur float64, f func(*corev1.Pod)) {
+		p := e2ePod(ns, name, sched, gpus, dur)
+		if f != nil {
+			f(p)
+		}
+		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	group := func(g string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Labels["scheduling.x-k8s.io/pod-group"] = g }
+	}
+	hostile := []string{"huge", "baddur", "orphan", "zero-0", "short-0", "toobig", "text-0"}
+	mk("huge", 1, 10, func(p *corev1.Pod) { p.Annotations[AnnotationDuration] = string(bytes.Repeat([]byte("9"), 100_000)) })
+	mk("baddur", 1, 10, func(p *corev1.Pod) { p.Annotations[AnnotationDuration] = "soon" })
+	mk("orphan", 1, 10, group("nogroup"))
+	mk("zero-0", 1, 10, group("zero"))
+	mk("short-0", 1, 10, group("short"))
+	mk("toobig", 100, 10, nil)
+	mk("text-0", 1, 10, group("text"))
+	mk("good", 2, 50, nil)
+	waitFor(t, time.Minute, "the good pod to succeed and every hostile pod to get an Event", r.log, func() bool {
+		if getPod(t, c, ns, "good").Status.Phase != corev1.PodSucceeded {
+			return false
+		}
+		for _, h := range hostile {
+			if !hasEvent(podEvents(t, c, ns, h), "GpusimSkipped") {
+				return false
+			}
+		}
+		return true
+	})
+	for _, h := range hostile {
+		if p := getPod(t, c, ns, h); p.Spec.NodeName != "" {
+			t.Errorf("hostile pod %s was bound to %s", h, p.Spec.NodeName)
+		}
+	}
+	r.stop(t)
+	s := readSummary(t, out)
+	if s.Live.Kube.Skipped != len(hostile) || s.Live.Kube.Binds != 1 || s.Jobs.Completed != 1 {
+		t.Errorf("skipped %d (want %d), binds %d, completed %d\n%s", s.Live.Kube.Skipped, len(hostile), s.Live.Kube.Binds, s.Jobs.Completed, r.log)
+	}
+}
+
+// TestE2EHalfBoundAtStart: a gang found half-bound at start is completed to
+// its recorded placement (or rolled back when its recorded node is gone),
+// never left half-bound and never bound twice.
+func TestE2EHalfBoundAtStart(t *testing.T) {
+	const ns, sched = "halfbound", "gpusim-hb"
+	c := e2e(t, ns)
+	ctx := context.Background()
+	createPodGroup(t, ctx, c, ns, "ga", int64(2))
+	createPodGroup(t, ctx, c, ns, "gb", int64(2))
+	mk := func(group, name, node, place string) {
+		p := e2ePod(ns, name, sched, 4, -1)
+		p.Labels["scheduling.x-k8s.io/pod-group"] = group
+		p.Annotations[AnnotationPlacement], p.Annotations[AnnotationNode], p.Annotations[AnnotationGPUs] = place, node, "0,1,2,3"
+		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("ga", "ga-0", "gpu-0", "gpu-0:0,1,2,3;gpu-1:0,1,2,3")
+	mk("ga", "ga-1", "gpu-1", "gpu-0:0,1,2,3;gpu-1:0,1,2,3")
+	mk("gb", "gb-0", "gpu-2", "gpu-2:0,1,2,3;gone:0,1,2,3")
+	mk("gb", "gb-1", "gone", "gpu-2:0,1,2,3;gone:0,1,2,3")
+	// A scheduler that died after binding the first pod of each gang.
+	for _, b := range [][2]string{{"ga-0", "gpu-0"}, {"gb-0", "gpu-2"}} {
+		if err := c.Bind(ctx, ns, b[0], b[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
+	r := startRun(t, c, Options{SchedulerName: sched, Namespace: ns, Scale: 100, OutDir: out})
+	if p := getPod(t, c, ns, "ga-1"); p.Spec.NodeName != "gpu-1" {
+		t.Errorf("ga-1 on %q after the start, want gpu-1 (its recorded node)", p.Spec.NodeName)
+	}
+	if _, err := c.Client.CoreV1().Pods(ns).Get(ctx, "gb-0", metav1.GetOptions{}); err == nil {
+		if p := getPod(t, c, ns, "gb-0"); p.DeletionTimestamp == nil {
+			t.Errorf("gb-0 still bound: the gang whose recorded node is gone was not rolled back")
+		}
+	}
+	if p := getPod(t, c, ns, "gb-1"); p.Spec.NodeName != "" {
+		t.Errorf("gb-1 bound to %q", p.Spec.NodeName)
+	}
+	// Binding is idempotent: a 409 for the same node is success, another node an error.
+	b := &backend{s: &scheduler{opt: Options{Client: c.Client}}, ctx: ctx}
+	ga0 := getPod(t, c, ns, "ga-0")
+	if err := b.bind(ga0, "gpu-0"); err != nil {
+		t.Errorf("re-bind to the same node: %v", err)
+	}
+	if err := b.bind(ga0, "gpu-3"); err == nil {
+		t.Error("re-bind to another node succeeded")
+	}
+	res := r.stop(t)
+	s := readSummary(t, out)
+	k := s.Live.Kube
+	if k.Completed != 1 || k.RolledBack != 1 || k.Adopted != 1 || k.Binds != 1 {
+		t.Errorf("kube summary %+v, want 1 completed, 1 rolled back, 1 adopted, 1 bind\n%s", k, r.log)
+	}
+	if len(res.Jobs) != 1 || res.Jobs[0].Spec.ID != "halfbound/ga" || res.Jobs[0].State != sim.StateRunning {
+		t.Errorf("jobs %+v", res.Jobs)
+	}
+}
+
+// TestE2EDryRun: a dry run decides (Events say so, outputs record the
+// starts) and binds nothing.
+func TestE2EDryRun(t *testing.T) {
+	const ns, sched = "dryrun", "gpusim-dry"
+	c := e2e(t, ns)
+	ctx := context.Background()
+	out := t.TempDir()
+	r := startRun(t, c, Options{SchedulerName: sched, Namespace: ns, Scale: 100, DryRun: true, OutDir: out, Poll: 20 * time.Millisecond})
+	for i := 0; i < 3; i++ {
+		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, e2ePod(ns, fmt.Sprintf("d%d", i), sched, 8, 100), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, time.Minute, "dry-run Events on every pod", r.log, func() bool {
+		for i := 0; i < 3; i++ {
+			if !hasEvent(podEvents(t, c, ns, fmt.Sprintf("d%d", i)), "GpusimDryRun") {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(500 * time.Millisecond)
+	for i := 0; i < 3; i++ {
+		if p := getPod(t, c, ns, fmt.Sprintf("d%d", i)); p.Spec.NodeName != "" || p.Annotations[AnnotationPlacement] != "" {
+			t.Errorf("dry run touched pod %s: node %q, placement %q", p.Name, p.Spec.NodeName, p.Annotations[AnnotationPlacement])
+		}
+	}
+	res := r.stop(t)
+	started := 0
+	for i := range res.Jobs {
+		if res.Jobs[i].FirstStart != sim.Never {
+			started++
+		}
+	}
+	s := readSummary(t, out)
+	if started != 3 || !s.Live.Kube.DryRun || s.Live.Kube.Binds != 0 {
+		t.Errorf("dry run: %d started, summary %+v", started, s.Live.Kube)
+	}
+}
+
+// TestE2EShadow: shadow mode watches pods of another scheduler (bound here by
+// the test), records what gpusim would have done and never acts.
+func TestE2EShadow(t *testing.T) {
+	const ns = "shadow"
+	c := e2e(t, ns)
+	ctx := context.Background()
+	out := t.TempDir()
+	r := startRun(t, c, Options{SchedulerName: "ignored", Namespace: ns, Scale: 100, Shadow: true, OutDir: out, Poll: 20 * time.Millisecond})
+	for _, n := range []string{"s0", "s1"} {
+		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, e2ePod(ns, n, "other-scheduler", 2, 1000), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Bind(ctx, ns, "s0", "gpu-5"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "shadow decisions for both pods", r.log, func() bool {
+		s := r.log.String()
+		return bytes.Count([]byte(s), []byte("shadow: would start")) >= 2 && bytes.Contains([]byte(s), []byte("shadow/s1"))
+	})
+	r.stop(t)
+	if p := getPod(t, c, ns, "s1"); p.Spec.NodeName != "" {
+		t.Errorf("shadow mode bound s1 to %s", p.Spec.NodeName)
+	}
+	if evs := podEvents(t, c, ns, "s1"); len(evs) > 0 {
+		t.Errorf("shadow mode wrote events: %v", evs[0].Reason)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "shadow.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	if len(rows) != 3 || !bytes.HasPrefix(rows[1], []byte("shadow/s0,")) || !bytes.HasSuffix(rows[1], []byte(",gpu-5")) {
+		t.Fatalf("shadow.csv:\n%s", b)
+	}
+	for _, row := range rows[1:] {
+		f := bytes.Split(row, []byte(","))
+		if len(f) != 6 || len(f[2]) == 0 || len(f[3]) == 0 {
+			t.Errorf("row without a gpusim decision: %s", row)
+		}
+	}
+	if s := readSummary(t, out); !s.Live.Kube.Shadow {
+		t.Error("summary: shadow false")
 	}
 }
