@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/gpusim/gpusim/live"
+	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/reports"
 	"github.com/gpusim/gpusim/sim"
 )
@@ -523,6 +524,12 @@ func (s *scheduler) trySubmit(ctx context.Context, g *gang) {
 	if int(spec.Replicas) != len(g.replicas) {
 		s.skip(ctx, g, fmt.Sprintf("%d GPU pods but the translation made %d replicas", len(g.replicas), spec.Replicas))
 		return
+	}
+	if qq, ok := s.opt.Config.Policy.(policies.QueueQuotas); ok && spec.Queue != "" {
+		if _, ok := qq.QueueNominalGPUs(spec.Queue); !ok {
+			s.skip(ctx, g, fmt.Sprintf("queue %q matches no LocalQueue of policy %s", spec.Queue, s.opt.PolicyLabel))
+			return
+		}
 	}
 	if err := s.live.View().Cluster().Feasible(&spec); err != nil {
 		s.skip(ctx, g, "can never fit this cluster: "+err.Error())
