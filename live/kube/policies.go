@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -16,4 +17,13 @@ var GrowingPolicies = []string{"conservative-backfill", "easy-backfill", "fifo",
 func policyGrows(name string) bool {
 	base, _, _ := strings.Cut(name, " ")
 	return slices.Contains(GrowingPolicies, base)
+}
+
+// CheckPolicy returns an error when Run would refuse policy name (it is not
+// in GrowingPolicies), for a command line to report before connecting.
+func CheckPolicy(name string) error {
+	if policyGrows(name) {
+		return nil
+	}
+	return fmt.Errorf("policy %s does not yet accept jobs submitted while it runs (its per-job tables are sized at its first call); use one of %s (docs/live-kubernetes.md)", name, strings.Join(GrowingPolicies, ", "))
 }

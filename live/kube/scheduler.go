@@ -67,8 +67,8 @@ func newScheduler(opt Options) (*scheduler, error) {
 	if opt.Config.Policy == nil {
 		return nil, errors.New("kube: Options.Config.Policy is required")
 	}
-	if n := opt.Config.Policy.Name(); !policyGrows(n) {
-		return nil, fmt.Errorf("kube: policy %s does not yet accept jobs submitted while it runs (its per-job tables are sized at its first call); use one of %s (docs/live-kubernetes.md)", n, strings.Join(GrowingPolicies, ", "))
+	if err := CheckPolicy(opt.Config.Policy.Name()); err != nil {
+		return nil, fmt.Errorf("kube: %w", err)
 	}
 	if opt.DryRun && opt.Shadow {
 		return nil, errors.New("kube: --dry-run and --shadow exclude each other")
