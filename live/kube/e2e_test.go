@@ -3,6 +3,7 @@ package kube
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -298,8 +299,11 @@ func simVsLive(t *testing.T, policy string) {
 	// on end times, so they run at half the speed (the kubelet's and the
 	// watches' delays are then half as long in simulated time).
 	scale := 800.0
-	if policy != "fifo" {
+	switch policy {
+	case "easy-backfill":
 		scale = 400
+	case "kueue":
+		scale = 250 // at 400, 8 % JCT error: admission under a 48-GPU quota amplifies the delays
 	}
 	if v, err := strconv.ParseFloat(os.Getenv("GPUSIM_E2E_SIMLIVE_SCALE"), 64); err == nil && v > 0 {
 		scale = v
@@ -642,7 +646,7 @@ func TestE2EShadow(t *testing.T) {
 	}
 	waitFor(t, time.Minute, "shadow decisions for both pods", r.log, func() bool {
 		s := r.log.String()
-		return bytes.Count([]byte(s), []byte("shadow: would start")) >= 2 && bytes.Contains([]byte(s), []byte("shadow/s1"))
+		return bytes.Count([]byte(s), []byte("shadow: would start")) >= 2 && bytes.Contains([]byte(s), []byte("shadow: bound by its scheduler to gpu-5"))
 	})
 	r.stop(t)
 	if p := getPod(t, c, ns, "s1"); p.Spec.NodeName != "" {
@@ -655,14 +659,16 @@ func TestE2EShadow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
-	if len(rows) != 3 || !bytes.HasPrefix(rows[1], []byte("shadow/s0,")) || !bytes.HasSuffix(rows[1], []byte(",gpu-5")) {
+	rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 || rows[1][0] != "shadow/s0" || rows[1][5] != "gpu-5" || rows[1][4] == "" || rows[2][4] != "" {
 		t.Fatalf("shadow.csv:\n%s", b)
 	}
 	for _, row := range rows[1:] {
-		f := bytes.Split(row, []byte(","))
-		if len(f) != 6 || len(f[2]) == 0 || len(f[3]) == 0 {
-			t.Errorf("row without a gpusim decision: %s", row)
+		if row[2] == "" || row[3] == "" {
+			t.Errorf("row without a gpusim decision: %v", row)
 		}
 	}
 	if s := readSummary(t, out); !s.Live.Kube.Shadow {
