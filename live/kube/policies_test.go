@@ -1,7 +1,9 @@
 package kube
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -99,5 +101,105 @@ func TestLiveSubmitGrowth(t *testing.T) {
 	}
 	if _, err := newScheduler(Options{Client: fake.NewClientset(), Config: sim.Config{Policy: mustPolicy(t, "fifo")}, DryRun: true, Shadow: true}); err == nil {
 		t.Error("dry run and shadow together accepted")
+	}
+}
+
+// exactBackend ends every run exactly its duration after it started.
+type exactBackend struct {
+	l    *sim.Live
+	ends map[sim.JobRef]sim.Time
+}
+
+func (b *exactBackend) Start(j *sim.Job) error {
+	b.ends[j.Ref] = j.LastStart.Add(j.Spec.Duration)
+	return nil
+}
+
+func (b *exactBackend) Stop(p *sim.Preempt) error { delete(b.ends, p.Job); return nil }
+
+// TestLiveSubmitMatchesSimulation: the Kubernetes backend's way of driving
+// the engine (no jobs up front; each job submitted when its pods are seen)
+// makes the simulation's decisions when runs take exactly their durations:
+// the same first start of every job, for every growing policy. So the
+// residual error of TestE2ESimVsLive comes from the real system's timing.
+func TestLiveSubmitMatchesSimulation(t *testing.T) {
+	trace := simLiveTrace(200)
+	nodes := make([]sim.NodeSpec, e2eNodes)
+	for i := range nodes {
+		nodes[i] = sim.NodeSpec{Name: fmt.Sprintf("gpu-%d", i), GPUModel: "H100", GPUs: e2eGPUs, CPUMilli: 64000, MemoryMiB: 1 << 20}
+	}
+	jobs := make([]sim.JobSpec, len(trace))
+	for i, j := range trace {
+		reps, g := int32(1), int32(j.gpus)
+		if j.gpus > e2eGPUs {
+			reps, g = int32(j.gpus/e2eGPUs), e2eGPUs
+		}
+		jobs[i] = sim.JobSpec{ID: sim.JobID(j.id), Submit: sim.Time(sim.Seconds(j.submit)), Replicas: reps, GPUsPerReplica: g,
+			GPUMilli: sim.WholeGPU, Duration: sim.Seconds(j.dur), Class: sim.ClassUnknown, Queue: "simlive-kueue/lq"}
+	}
+	for _, name := range []string{"fifo", "easy-backfill", "kueue"} {
+		t.Run(name, func(t *testing.T) {
+			c1, _ := sim.NewCluster(nodes)
+			e, err := sim.NewEngine(sim.Config{Cluster: c1, Jobs: jobs, Policy: mustPolicy(t, name)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := e.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c2, _ := sim.NewCluster(nodes)
+			b := &exactBackend{ends: map[sim.JobRef]sim.Time{}}
+			l, err := sim.NewLive(sim.Config{Cluster: c2, Policy: mustPolicy(t, name)}, b, len(jobs), sim.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.l = l
+			next := 0
+			for next < len(jobs) || len(b.ends) > 0 {
+				t0 := sim.Never
+				if next < len(jobs) {
+					t0 = jobs[next].Submit
+				}
+				for _, at := range b.ends {
+					t0 = min(t0, at)
+				}
+				t0 = min(t0, l.NextTimer())
+				var ends []sim.Ended
+				for r, at := range b.ends {
+					if at <= t0 {
+						ends = append(ends, sim.Ended{Job: r})
+						delete(b.ends, r)
+					}
+				}
+				slices.SortFunc(ends, func(a, b sim.Ended) int { return int(a.Job) - int(b.Job) })
+				if err := l.Advance(t0, ends); err != nil {
+					t.Fatal(err)
+				}
+				for next < len(jobs) && jobs[next].Submit <= t0 {
+					if _, err := l.Submit(jobs[next]); err != nil {
+						t.Fatal(err)
+					}
+					next++
+				}
+				if err := l.Schedule(false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := l.Result()
+			for i := range want.Jobs {
+				w := &want.Jobs[i]
+				r, ok := l.Lookup(w.Spec.ID)
+				if !ok {
+					t.Fatalf("%s not submitted", w.Spec.ID)
+				}
+				if w.State != sim.StateCompleted {
+					t.Fatalf("%s: %s in the simulation", w.Spec.ID, w.State)
+				}
+				if g := &got.Jobs[r]; g.FirstStart != w.FirstStart || g.End != w.End {
+					t.Fatalf("%s: live start %v end %v, simulation %v %v", w.Spec.ID, g.FirstStart, g.End, w.FirstStart, w.End)
+				}
+			}
+		})
 	}
 }
