@@ -17,6 +17,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -673,5 +674,88 @@ func TestE2EShadow(t *testing.T) {
 	}
 	if s := readSummary(t, out); !s.Live.Kube.Shadow {
 		t.Error("summary: shadow false")
+	}
+}
+
+const kueuePreemptInline = `inline: |
+  apiVersion: kueue.x-k8s.io/v1beta1
+  kind: ResourceFlavor
+  metadata: {name: f}
+  ---
+  apiVersion: kueue.x-k8s.io/v1beta1
+  kind: ClusterQueue
+  metadata: {name: cq}
+  spec:
+    namespaceSelector: {}
+    preemption: {withinClusterQueue: LowerPriority}
+    resourceGroups:
+    - coveredResources: ["nvidia.com/gpu"]
+      flavors:
+      - name: f
+        resources: [{name: nvidia.com/gpu, nominalQuota: 64}]
+  ---
+  apiVersion: kueue.x-k8s.io/v1beta1
+  kind: LocalQueue
+  metadata: {namespace: preempt, name: lq}
+  spec: {clusterQueue: cq}
+`
+
+// TestE2EPreemption: kueue preempts a low-priority workload for a
+// high-priority one (priority from a PriorityClass through the API server's
+// Priority admission); the victim's pod goes through the Eviction API and the
+// high-priority pod is bound.
+func TestE2EPreemption(t *testing.T) {
+	const ns, sched = "preempt", "gpusim-preempt"
+	c := e2e(t, ns)
+	ctx := context.Background()
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "gpusim-e2e-high"}, Value: 1000}
+	if _, err := c.Client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var params yaml.Node
+	if err := yaml.Unmarshal([]byte(kueuePreemptInline), &params); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policies.New("kueue", params.Content[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	r := startRun(t, c, Options{SchedulerName: sched, Namespace: ns, PolicyLabel: "kueue", Config: sim.Config{Policy: pol}, Scale: 100, OutDir: out, Poll: 20 * time.Millisecond})
+	for i := 0; i < e2eNodes; i++ {
+		p := e2ePod(ns, fmt.Sprintf("low-%d", i), sched, e2eGPUs, -1) // runs until deleted
+		p.Labels["kueue.x-k8s.io/queue-name"] = "lq"
+		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, time.Minute, "the low-priority pods to be bound", r.log, func() bool {
+		for i := 0; i < e2eNodes; i++ {
+			if getPod(t, c, ns, fmt.Sprintf("low-%d", i)).Spec.NodeName == "" {
+				return false
+			}
+		}
+		return true
+	})
+	high := e2ePod(ns, "high", sched, e2eGPUs, -1)
+	high.Labels["kueue.x-k8s.io/queue-name"] = "lq"
+	high.Spec.PriorityClassName = "gpusim-e2e-high"
+	if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, high, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "the high-priority pod to be bound", r.log, func() bool {
+		return getPod(t, c, ns, "high").Spec.NodeName != ""
+	})
+	gone := 0
+	for i := 0; i < e2eNodes; i++ {
+		p, err := c.Client.CoreV1().Pods(ns).Get(ctx, fmt.Sprintf("low-%d", i), metav1.GetOptions{})
+		if err != nil || p.DeletionTimestamp != nil {
+			gone++
+		}
+	}
+	r.stop(t)
+	s := readSummary(t, out)
+	if gone != 1 || s.Live.Kube.Evictions != 1 || s.Jobs.Preemptions < 1 {
+		t.Errorf("%d low-priority pods evicted, summary evictions %d, preemptions %d, want 1\n%s", gone, s.Live.Kube.Evictions, s.Jobs.Preemptions, r.log)
 	}
 }
