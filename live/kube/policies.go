@@ -11,7 +11,7 @@ import (
 // policies size those tables once, from the jobs present at their first
 // call, and would index past them; Run refuses them with an error until
 // they grow too (TestLiveSubmitGrowth checks this list).
-var GrowingPolicies = []string{"conservative-backfill", "easy-backfill", "fifo", "kueue", "priority", "qssf", "sjf"}
+var GrowingPolicies = []string{"antman", "conservative-backfill", "easy-backfill", "fifo", "gandiva", "kueue", "priority", "qssf", "sjf", "themis", "tiresias"}
 
 // policyGrows reports whether the policy named name is in GrowingPolicies.
 func policyGrows(name string) bool {

@@ -92,12 +92,12 @@ func TestLiveSubmitGrowth(t *testing.T) {
 			t.Errorf("%s: %d of 12 submitted jobs started", name, b.started)
 		}
 	}
-	p, err := policies.New("tiresias", nil)
+	p, err := policies.New("volcano", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := newScheduler(Options{Client: fake.NewClientset(), Config: sim.Config{Policy: p}}); err == nil || !strings.Contains(err.Error(), "does not yet accept") {
-		t.Errorf("tiresias: %v", err)
+		t.Errorf("volcano: %v", err)
 	}
 	if _, err := newScheduler(Options{Client: fake.NewClientset(), Config: sim.Config{Policy: mustPolicy(t, "fifo")}, DryRun: true, Shadow: true}); err == nil {
 		t.Error("dry run and shadow together accepted")
