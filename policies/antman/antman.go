@@ -213,8 +213,8 @@ func (a *Policy) buildOcc(v *sim.View) {
 // have used it either, since opportunistic GPUs count as available to it).
 func (a *Policy) Schedule(v *sim.View, p *sim.Plan) error {
 	c := v.Cluster()
-	if a.kind == nil {
-		a.kind = make([]uint8, v.NumJobs())
+	if len(a.kind) < v.NumJobs() { // first call, or jobs submitted since (live runs)
+		a.kind = append(a.kind, make([]uint8, v.NumJobs()-len(a.kind))...)
 	}
 	blocked := false
 	a.dirty, a.oppGPUs, a.evFail.valid = true, 0, false

@@ -131,10 +131,12 @@ func New(p Params) (*Policy, error) {
 func (g *Policy) Name() string { return "gandiva" }
 
 func (g *Policy) init(v *sim.View) {
-	if g.join == nil {
-		g.join = make([]uint8, v.NumJobs())
-		g.noPack = make([]bool, v.NumJobs())
+	if g.aff == nil {
 		g.aff = make([]int32, v.Cluster().NumNodes())
+	}
+	if n := v.NumJobs(); len(g.join) < n { // first call, or jobs submitted since (live runs)
+		g.join = append(g.join, make([]uint8, n-len(g.join))...)
+		g.noPack = append(g.noPack, make([]bool, n-len(g.noPack))...)
 	}
 }
 

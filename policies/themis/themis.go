@@ -123,8 +123,8 @@ func (t *Themis) Name() string { return "themis" }
 
 // Observe tracks arrivals and ends.
 func (t *Themis) Observe(v *sim.View, e sim.Event) {
-	if t.jobs == nil {
-		t.jobs = make([]*tjob, v.NumJobs())
+	if len(t.jobs) < v.NumJobs() { // first call, or jobs submitted since (live runs)
+		t.jobs = append(t.jobs, make([]*tjob, v.NumJobs()-len(t.jobs))...)
 	}
 	switch e.Kind {
 	case sim.EvArrive:
@@ -168,8 +168,8 @@ func Rho(elapsed, delay, rem, dur sim.Duration, g, n int, c int64) float64 {
 // winners by Nash welfare under the GPUs on offer, hands the rest out in ρ
 // order, preempts expired jobs that got nothing and starts the new ones.
 func (t *Themis) Schedule(v *sim.View, p *sim.Plan) error {
-	if t.jobs == nil {
-		t.jobs = make([]*tjob, v.NumJobs())
+	if len(t.jobs) < v.NumJobs() { // first call, or jobs submitted since (live runs)
+		t.jobs = append(t.jobs, make([]*tjob, v.NumJobs()-len(t.jobs))...)
 	}
 	c := v.Cluster()
 	if t.prepared != c {

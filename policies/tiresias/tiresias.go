@@ -152,8 +152,8 @@ func (t *Tiresias) Name() string { return "tiresias" }
 
 // Observe tracks arrivals and ends.
 func (t *Tiresias) Observe(v *sim.View, e sim.Event) {
-	if t.jobs == nil {
-		t.jobs = make([]*tjob, v.NumJobs())
+	if len(t.jobs) < v.NumJobs() { // first call, or jobs submitted since (live runs)
+		t.jobs = append(t.jobs, make([]*tjob, v.NumJobs()-len(t.jobs))...)
 	}
 	switch e.Kind {
 	case sim.EvArrive:
@@ -205,8 +205,8 @@ func (t *Tiresias) account(now sim.Time) {
 // accounting simulator, a call that is neither at an arrival or end nor at
 // the simulator's next check changes nothing.
 func (t *Tiresias) Schedule(v *sim.View, p *sim.Plan) error {
-	if t.jobs == nil {
-		t.jobs = make([]*tjob, v.NumJobs())
+	if len(t.jobs) < v.NumJobs() { // first call, or jobs submitted since (live runs)
+		t.jobs = append(t.jobs, make([]*tjob, v.NumJobs()-len(t.jobs))...)
 	}
 	c := v.Cluster()
 	if t.prepared != c {

@@ -1,0 +1,205 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/gpusim/gpusim/policies"
+	_ "github.com/gpusim/gpusim/scenarios" // registers every policy
+	"github.com/gpusim/gpusim/sim"
+)
+
+type nopBackend struct{ started int }
+
+func (b *nopBackend) Start(*sim.Job) error    { b.started++; return nil }
+func (b *nopBackend) Stop(*sim.Preempt) error { return nil }
+
+const kueueInline = `inline: |
+  apiVersion: kueue.x-k8s.io/v1beta1
+  kind: ResourceFlavor
+  metadata: {name: f}
+  ---
+  apiVersion: kueue.x-k8s.io/v1beta1
+  kind: ClusterQueue
+  metadata: {name: cq}
+  spec:
+    namespaceSelector: {}
+    resourceGroups:
+    - coveredResources: ["nvidia.com/gpu"]
+      flavors:
+      - name: f
+        resources: [{name: nvidia.com/gpu, nominalQuota: 8}]
+  ---
+  apiVersion: kueue.x-k8s.io/v1beta1
+  kind: LocalQueue
+  metadata: {namespace: default, name: lq}
+  spec: {clusterQueue: cq}
+`
+
+// TestLiveSubmitGrowth: every policy in GrowingPolicies schedules jobs
+// submitted one by one after its first call (sim.Live.Submit), as the
+// Kubernetes backend submits pods it observes; and Run refuses the others.
+func TestLiveSubmitGrowth(t *testing.T) {
+	for _, name := range GrowingPolicies {
+		var params *yaml.Node
+		if name == "kueue" {
+			var n yaml.Node
+			if err := yaml.Unmarshal([]byte(kueueInline), &n); err != nil {
+				t.Fatal(err)
+			}
+			params = n.Content[0]
+		}
+		p, err := policies.New(name, params)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		cl, err := sim.NewCluster([]sim.NodeSpec{{Name: "n", GPUModel: "H100", GPUs: 8, CPUMilli: 64000, MemoryMiB: 1 << 20}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &nopBackend{}
+		l, err := sim.NewLive(sim.Config{Cluster: cl, Policy: p}, b, 20, sim.Seconds(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 12; i++ {
+			if err := l.Advance(sim.Time(sim.Seconds(float64(10*i))), nil); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			spec := sim.JobSpec{ID: sim.JobID(fmt.Sprint("j", i)), Replicas: 1, GPUsPerReplica: 4, GPUMilli: sim.WholeGPU, Duration: sim.Seconds(100), Queue: "lq"}
+			if _, err := l.Submit(spec); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if err := l.Schedule(false); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			// End the running jobs so that later submissions start too.
+			var ends []sim.Ended
+			for _, j := range l.View().Running() {
+				ends = append(ends, sim.Ended{Job: j.Ref})
+			}
+			if err := l.Advance(l.Now()+1, ends); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		if b.started != 12 {
+			t.Errorf("%s: %d of 12 submitted jobs started", name, b.started)
+		}
+	}
+	p, err := policies.New("volcano", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newScheduler(Options{Client: fake.NewClientset(), Config: sim.Config{Policy: p}}); err == nil || !strings.Contains(err.Error(), "does not yet accept") {
+		t.Errorf("volcano: %v", err)
+	}
+	if _, err := newScheduler(Options{Client: fake.NewClientset(), Config: sim.Config{Policy: mustPolicy(t, "fifo")}, DryRun: true, Shadow: true}); err == nil {
+		t.Error("dry run and shadow together accepted")
+	}
+}
+
+// exactBackend ends every run exactly its duration after it started.
+type exactBackend struct {
+	l    *sim.Live
+	ends map[sim.JobRef]sim.Time
+}
+
+func (b *exactBackend) Start(j *sim.Job) error {
+	b.ends[j.Ref] = j.LastStart.Add(j.Spec.Duration)
+	return nil
+}
+
+func (b *exactBackend) Stop(p *sim.Preempt) error { delete(b.ends, p.Job); return nil }
+
+// TestLiveSubmitMatchesSimulation: the Kubernetes backend's way of driving
+// the engine (no jobs up front; each job submitted when its pods are seen)
+// makes the simulation's decisions when runs take exactly their durations:
+// the same first start of every job, for every growing policy. So the
+// residual error of TestE2ESimVsLive comes from the real system's timing.
+func TestLiveSubmitMatchesSimulation(t *testing.T) {
+	trace := simLiveTrace(200)
+	nodes := make([]sim.NodeSpec, e2eNodes)
+	for i := range nodes {
+		nodes[i] = sim.NodeSpec{Name: fmt.Sprintf("gpu-%d", i), GPUModel: "H100", GPUs: e2eGPUs, CPUMilli: 64000, MemoryMiB: 1 << 20}
+	}
+	jobs := make([]sim.JobSpec, len(trace))
+	for i, j := range trace {
+		reps, g := int32(1), int32(j.gpus)
+		if j.gpus > e2eGPUs {
+			reps, g = int32(j.gpus/e2eGPUs), e2eGPUs
+		}
+		jobs[i] = sim.JobSpec{ID: sim.JobID(j.id), Submit: sim.Time(sim.Seconds(j.submit)), Replicas: reps, GPUsPerReplica: g,
+			GPUMilli: sim.WholeGPU, Duration: sim.Seconds(j.dur), Class: sim.ClassUnknown, Queue: "simlive-kueue/lq"}
+	}
+	for _, name := range []string{"fifo", "easy-backfill", "kueue"} {
+		t.Run(name, func(t *testing.T) {
+			c1, _ := sim.NewCluster(nodes)
+			e, err := sim.NewEngine(sim.Config{Cluster: c1, Jobs: jobs, Policy: mustPolicy(t, name)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := e.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c2, _ := sim.NewCluster(nodes)
+			b := &exactBackend{ends: map[sim.JobRef]sim.Time{}}
+			l, err := sim.NewLive(sim.Config{Cluster: c2, Policy: mustPolicy(t, name)}, b, len(jobs), sim.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.l = l
+			next := 0
+			for next < len(jobs) || len(b.ends) > 0 {
+				t0 := sim.Never
+				if next < len(jobs) {
+					t0 = jobs[next].Submit
+				}
+				for _, at := range b.ends {
+					t0 = min(t0, at)
+				}
+				t0 = min(t0, l.NextTimer())
+				var ends []sim.Ended
+				for r, at := range b.ends {
+					if at <= t0 {
+						ends = append(ends, sim.Ended{Job: r})
+						delete(b.ends, r)
+					}
+				}
+				slices.SortFunc(ends, func(a, b sim.Ended) int { return int(a.Job) - int(b.Job) })
+				if err := l.Advance(t0, ends); err != nil {
+					t.Fatal(err)
+				}
+				for next < len(jobs) && jobs[next].Submit <= t0 {
+					if _, err := l.Submit(jobs[next]); err != nil {
+						t.Fatal(err)
+					}
+					next++
+				}
+				if err := l.Schedule(false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := l.Result()
+			for i := range want.Jobs {
+				w := &want.Jobs[i]
+				r, ok := l.Lookup(w.Spec.ID)
+				if !ok {
+					t.Fatalf("%s not submitted", w.Spec.ID)
+				}
+				if w.State != sim.StateCompleted {
+					t.Fatalf("%s: %s in the simulation", w.Spec.ID, w.State)
+				}
+				if g := &got.Jobs[r]; g.FirstStart != w.FirstStart || g.End != w.End {
+					t.Fatalf("%s: live start %v end %v, simulation %v %v", w.Spec.ID, g.FirstStart, g.End, w.FirstStart, w.End)
+				}
+			}
+		})
+	}
+}
