@@ -36,6 +36,24 @@ type LiveSummary struct {
 	Adopted   int  `json:"adopted"`
 	Recovered int  `json:"recovered"`
 	Lost      int  `json:"lost"`
+	// Kube is what the Kubernetes backend did besides its jobs' events
+	// (absent for other backends).
+	Kube *KubeSummary `json:"kube,omitempty"`
+}
+
+// KubeSummary is summary.json's "live.kube" object (docs/live.md).
+type KubeSummary struct {
+	SchedulerName string `json:"scheduler_name"`
+	DryRun        bool   `json:"dry_run"` // decided and recorded, never bound nor evicted
+	Shadow        bool   `json:"shadow"`  // watched another scheduler's pods, never acted
+	Nodes         int    `json:"nodes"`
+	Binds         int    `json:"binds"`                // pods bound
+	Evictions     int    `json:"evictions"`            // pods evicted
+	Rollbacks     int    `json:"rollbacks"`            // gangs whose binding failed and was undone
+	Skipped       int    `json:"skipped"`              // gangs skipped as malformed (with an Event)
+	Adopted       int    `json:"adopted"`              // gangs found bound at start
+	Completed     int    `json:"completed_at_start"`   // half-bound gangs completed at start
+	RolledBack    int    `json:"rolled_back_at_start"` // half-bound gangs rolled back at start
 }
 
 // FidelityJob compares one job's simulated and live schedule (seconds of

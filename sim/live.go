@@ -413,6 +413,16 @@ func (l *Live) Schedule(force bool) error {
 	return nil
 }
 
+// WaitReason returns why the policy left pending job r waiting at its last
+// call (ReasonNone if it gave none or r is not pending): the reason `gpusim
+// explain` reports.
+func (l *Live) WaitReason(r JobRef) Reason {
+	if r < 0 || int(r) >= len(l.e.jobs) || l.e.jobs[r].State != StatePending {
+		return ReasonNone
+	}
+	return l.e.waitWhy[r]
+}
+
 // Stopped returns the jobs the last Schedule call stopped, in plan order. The
 // slice is reused by the next call.
 func (l *Live) Stopped() []JobRef { return l.stopped }

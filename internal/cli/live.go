@@ -39,6 +39,7 @@ type LiveOptions struct {
 	Quiet      bool
 	QueueDir   string
 	MaxQueued  int
+	Kube       KubeFlags // --backend kubernetes (live_kube.go)
 }
 
 func init() { register(func(io *IO) *cobra.Command { return NewCmdLive(io) }) }
@@ -81,7 +82,7 @@ docs/live.md.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Backend, "backend", "", "where jobs run: local (this machine; required)")
+	f.StringVar(&o.Backend, "backend", "", "where jobs run: local (this machine) or kubernetes (a secondary scheduler; required)")
 	f.BoolVar(&o.Fake, "fake", false, "use the fake NVML node (8 H100, GPU 7 in MIG mode) instead of this machine's GPUs")
 	f.StringVar(&o.NVMLLib, "nvml-lib", "", "path of libnvidia-ml.so (default: the system's)")
 	f.StringVar(&o.Policy, "policy", "", "policy label or name (default: the scenario's only policy)")
@@ -98,6 +99,7 @@ docs/live.md.`,
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no per-job lines on stderr")
 	f.StringVar(&o.QueueDir, "queue", "", "also take jobs from job files dropped in this directory while it runs; end with 'gpusim live stop'")
 	f.IntVar(&o.MaxQueued, "max-queued", 10_000, "most jobs taken from --queue")
+	addKubeFlags(f, &o.Kube)
 	cmd.AddCommand(newCmdLivePreempt(io), newCmdLiveStop(io))
 	return cmd
 }
@@ -157,11 +159,11 @@ func RunLive(ctx context.Context, io *IO, o *LiveOptions) error {
 	switch o.Backend {
 	case "local":
 	case "":
-		return UsageErrorf("live: --backend is required (local)")
+		return UsageErrorf("live: --backend is required (local, kubernetes)")
 	case "kubernetes", "k8s":
-		return UsageErrorf("live: --backend %s is not available in this build (see docs/live.md); use local", o.Backend)
+		return runLiveKube(ctx, io, o)
 	default:
-		return UsageErrorf("live: unknown --backend %q (local)", o.Backend)
+		return UsageErrorf("live: unknown --backend %q (local, kubernetes)", o.Backend)
 	}
 	if !(o.Scale > 0) {
 		return UsageErrorf("live: --scale must be > 0, got %v", o.Scale)
