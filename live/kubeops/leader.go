@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -113,8 +114,15 @@ func (c LeaderElection) identity() string {
 // Elected is what RunElected reports leadership changes to. Both fields
 // may be nil.
 type Elected struct {
-	Metrics *Metrics // gpusim_leader
-	Health  *Health  // /readyz standby state and /healthz lease check
+	Metrics *Metrics  // gpusim_leader
+	Health  *Health   // /readyz standby state and /healthz lease check
+	Log     io.Writer // one line when campaigning, leading and stopping (nil = none)
+}
+
+func (e Elected) logf(format string, args ...any) {
+	if e.Log != nil {
+		fmt.Fprintf(e.Log, "leader election: "+format+"\n", args...)
+	}
 }
 
 // RunElected runs fn under leader election c (or at once, with metrics
@@ -133,7 +141,8 @@ type Elected struct {
 //     takes over at once and the two never act together.
 //   - Result: ErrLeaseLost (wrapped, with fn's own error if it returned one
 //     other than a context error) when the lease was lost; otherwise fn's
-//     error; nil when ctx was cancelled before this replica led.
+//     error; ctx.Err() when ctx was cancelled before this replica led (fn
+//     never ran).
 func RunElected(ctx context.Context, client kubernetes.Interface, c LeaderElection, e Elected, fn func(context.Context) error) error {
 	if !c.Enabled {
 		if e.Metrics != nil {
@@ -181,6 +190,7 @@ func RunElected(ctx context.Context, client kubernetes.Interface, c LeaderElecti
 	if e.Health != nil {
 		e.Health.setStandby(true)
 	}
+	e.logf("campaigning for Lease %s/%s as %s", c.Namespace, c.LeaseName, id)
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   c.LeaseDuration,
@@ -208,6 +218,7 @@ func RunElected(ctx context.Context, client kubernetes.Interface, c LeaderElecti
 				if e.Metrics != nil {
 					e.Metrics.SetLeader(true)
 				}
+				e.logf("leading as %s", id)
 				fnErr = fn(runCtx)
 				// Only this goroutine cancels leCtx once started is set,
 				// so lctx done with leCtx live means renewal failed.
@@ -236,16 +247,18 @@ func RunElected(ctx context.Context, client kubernetes.Interface, c LeaderElecti
 	returned = true
 	mu.Unlock()
 	if !ran {
+		e.logf("stopped before leading (%s)", id)
 		if ctx.Err() == nil && leCtx.Err() == nil {
 			return fmt.Errorf("%w (identity %s, before the scheduler started)", ErrLeaseLost, id)
 		}
-		return nil
+		return ctx.Err()
 	}
 	<-fnDone
 	if e.Health != nil {
 		e.Health.SetReady(false)
 	}
 	if lost {
+		e.logf("lost Lease %s/%s (%s): stopped scheduling", c.Namespace, c.LeaseName, id)
 		if fnErr != nil && !errors.Is(fnErr, context.Canceled) {
 			return fmt.Errorf("%w (identity %s; scheduler: %w)", ErrLeaseLost, id, fnErr)
 		}

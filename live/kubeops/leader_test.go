@@ -235,7 +235,7 @@ func TestRunElectedLeaseLost(t *testing.T) {
 }
 
 // TestRunElectedCancelBeforeLeading: a standby whose context ends returns
-// nil without running fn.
+// context.Canceled without running fn.
 func TestRunElectedCancelBeforeLeading(t *testing.T) {
 	rs := newReplicas(2)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -252,8 +252,8 @@ func TestRunElectedCancelBeforeLeading(t *testing.T) {
 	bcancel()
 	select {
 	case err := <-errc:
-		if err != nil || ran {
-			t.Errorf("standby cancelled: err=%v ran=%v, want nil/false", err, ran)
+		if !errors.Is(err, context.Canceled) || ran {
+			t.Errorf("standby cancelled: err=%v ran=%v, want context.Canceled/false", err, ran)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("standby did not return after cancel")
