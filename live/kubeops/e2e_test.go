@@ -70,14 +70,16 @@ var manifestGVR = map[string]struct {
 	gvr        schema.GroupVersionResource
 	namespaced bool
 }{
-	"Namespace":          {schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, false},
-	"ServiceAccount":     {schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, true},
-	"ConfigMap":          {schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, true},
-	"ClusterRole":        {schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}, false},
-	"ClusterRoleBinding": {schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"}, false},
-	"Role":               {schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"}, true},
-	"RoleBinding":        {schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}, true},
-	"Deployment":         {schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, true},
+	"Namespace":                        {schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, false},
+	"ServiceAccount":                   {schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, true},
+	"ConfigMap":                        {schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, true},
+	"ClusterRole":                      {schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}, false},
+	"ClusterRoleBinding":               {schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"}, false},
+	"Role":                             {schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"}, true},
+	"RoleBinding":                      {schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}, true},
+	"Deployment":                       {schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, true},
+	"ValidatingAdmissionPolicy":        {schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"}, false},
+	"ValidatingAdmissionPolicyBinding": {schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}, false},
 }
 
 // applyDeploy creates the objects of deploy/<files> (existing ones are left
@@ -129,7 +131,8 @@ func TestE2EDeployManifests(t *testing.T) {
 	for _, o := range objs {
 		kinds[o.GetKind()]++
 	}
-	want := map[string]int{"Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1, "ConfigMap": 1, "Deployment": 1}
+	want := map[string]int{"Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
+		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1, "ConfigMap": 1, "Deployment": 1}
 	if fmt.Sprint(kinds) != fmt.Sprint(want) {
 		t.Errorf("deploy/ kinds %v, want %v", kinds, want)
 	}

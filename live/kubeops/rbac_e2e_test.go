@@ -2,6 +2,7 @@ package kubeops
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +47,10 @@ func asScheduler(t *testing.T, c *kubetest.Cluster) (kubernetes.Interface, dynam
 var (
 	podGroupsX       = schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
 	podGroupsVolcano = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
+	tfJobs           = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "tfjobs"}
+	jobSets          = schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}
+	// Authorized requests for objects (or a CRD) that are not there.
+	notFoundOK = map[string]bool{"list podgroups (scheduling.volcano.sh)": true, "get job": true, "get tfjob": true, "get jobset": true}
 )
 
 // TestE2EDeployRBAC applies deploy/namespace.yaml and deploy/rbac.yaml to a
@@ -68,10 +73,14 @@ func TestE2EDeployRBAC(t *testing.T) {
 	if _, err := c.CreateGPUNode(ctx, "rbac-gpu-0", 8, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"p-bind", "p-other"} {
+	for _, name := range []string{"p-bind", "p-other", "p-del", "p-default"} {
+		sched := "gpusim"
+		if name == "p-default" {
+			sched = "default-scheduler"
+		}
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec:       corev1.PodSpec{SchedulerName: "gpusim", Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/x:1"}}},
+			Spec:       corev1.PodSpec{SchedulerName: sched, Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/x:1"}}},
 		}
 		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -92,18 +101,29 @@ func TestE2EDeployRBAC(t *testing.T) {
 	}
 
 	cs, dyn := asScheduler(t, c)
+	// The admission policy takes effect once the API server's policy
+	// cache has it: probe with a dry-run delete until it refuses.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := cs.CoreV1().Pods(ns).Delete(ctx, "p-default", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "gpusim may only patch or delete") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ValidatingAdmissionPolicy not in effect after 20s: dry-run delete of another scheduler's pod: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	watch := func(w interface{ Stop() }, err error) error {
 		if err == nil {
 			w.Stop()
 		}
 		return err
 	}
-	now := metav1.NewMicroTime(time.Now())
 	allowed := []struct {
 		what string
 		do   func() error
 	}{
-		{"get node", func() error { _, err := cs.CoreV1().Nodes().Get(ctx, "rbac-gpu-0", metav1.GetOptions{}); return err }},
 		{"list nodes", func() error { _, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); return err }},
 		{"watch nodes", func() error { return watch(cs.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{})) }},
 		{"get pod", func() error { _, err := cs.CoreV1().Pods(ns).Get(ctx, "p-bind", metav1.GetOptions{}); return err }},
@@ -122,18 +142,7 @@ func TestE2EDeployRBAC(t *testing.T) {
 		{"create pods/eviction", func() error {
 			return cs.CoreV1().Pods(ns).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "p-bind", Namespace: ns}})
 		}},
-		{"create events.k8s.io event", func() error {
-			_, err := cs.EventsV1().Events(ns).Create(ctx, &eventsv1.Event{
-				ObjectMeta: metav1.ObjectMeta{Name: "e1"}, EventTime: now, Reason: "Scheduled", Action: "Binding",
-				Type: corev1.EventTypeNormal, ReportingController: "gpusim.io/scheduler", ReportingInstance: "gpusim-0",
-				Regarding: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "p-other"},
-			}, metav1.CreateOptions{})
-			return err
-		}},
-		{"patch events.k8s.io event", func() error {
-			_, err := cs.EventsV1().Events(ns).Patch(ctx, "e1", types.MergePatchType, []byte(`{"series":{"count":2,"lastObservedTime":"`+now.Format(metav1.RFC3339Micro)+`"}}`), metav1.PatchOptions{})
-			return err
-		}},
+		{"delete a gpusim pod", func() error { return cs.CoreV1().Pods(ns).Delete(ctx, "p-del", metav1.DeleteOptions{}) }},
 		{"create core event", func() error {
 			_, err := cs.CoreV1().Events(ns).Create(ctx, &corev1.Event{
 				ObjectMeta: metav1.ObjectMeta{Name: "e2"}, Reason: "Scheduled", Type: corev1.EventTypeNormal,
@@ -141,20 +150,18 @@ func TestE2EDeployRBAC(t *testing.T) {
 			}, metav1.CreateOptions{})
 			return err
 		}},
-		{"patch core event", func() error {
-			_, err := cs.CoreV1().Events(ns).Patch(ctx, "e2", types.MergePatchType, []byte(`{"count":2}`), metav1.PatchOptions{})
-			return err
-		}},
-		{"get podgroup (scheduling.x-k8s.io)", func() error {
-			_, err := dyn.Resource(podGroupsX).Namespace(ns).Get(ctx, "g", metav1.GetOptions{})
-			return err
-		}},
 		{"list podgroups (scheduling.x-k8s.io)", func() error { _, err := dyn.Resource(podGroupsX).List(ctx, metav1.ListOptions{}); return err }},
 		{"watch podgroups (scheduling.x-k8s.io)", func() error { return watch(dyn.Resource(podGroupsX).Watch(ctx, metav1.ListOptions{})) }},
 		// No Volcano CRD here: authorized requests get NotFound, not Forbidden.
 		{"list podgroups (scheduling.volcano.sh)", func() error { _, err := dyn.Resource(podGroupsVolcano).List(ctx, metav1.ListOptions{}); return err }},
-		{"get priorityclass", func() error {
-			_, err := cs.SchedulingV1().PriorityClasses().Get(ctx, "system-cluster-critical", metav1.GetOptions{})
+		// Owners: the objects do not exist, so NotFound (authorized).
+		{"get job", func() error { _, err := cs.BatchV1().Jobs(ns).Get(ctx, "none", metav1.GetOptions{}); return err }},
+		{"get tfjob", func() error {
+			_, err := dyn.Resource(tfJobs).Namespace(ns).Get(ctx, "none", metav1.GetOptions{})
+			return err
+		}},
+		{"get jobset", func() error {
+			_, err := dyn.Resource(jobSets).Namespace(ns).Get(ctx, "none", metav1.GetOptions{})
 			return err
 		}},
 		{"list priorityclasses", func() error {
@@ -178,7 +185,7 @@ func TestE2EDeployRBAC(t *testing.T) {
 		}},
 	}
 	for _, a := range allowed {
-		if err := a.do(); err != nil && !(apierrors.IsNotFound(err) && a.what == "list podgroups (scheduling.volcano.sh)") {
+		if err := a.do(); err != nil && !(apierrors.IsNotFound(err) && notFoundOK[a.what]) {
 			t.Errorf("%s as %s: %v (want allowed)", a.what, SchedulerUser, err)
 		}
 	}
@@ -190,7 +197,33 @@ func TestE2EDeployRBAC(t *testing.T) {
 		{"get secret", func() error { _, err := cs.CoreV1().Secrets(ns).Get(ctx, "s", metav1.GetOptions{}); return err }},
 		{"list secrets", func() error { _, err := cs.CoreV1().Secrets("").List(ctx, metav1.ListOptions{}); return err }},
 		{"list configmaps", func() error { _, err := cs.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{}); return err }},
-		{"delete pod", func() error { return cs.CoreV1().Pods(ns).Delete(ctx, "p-other", metav1.DeleteOptions{}) }},
+		// RBAC allows these; the ValidatingAdmissionPolicy refuses them.
+		{"delete another scheduler's pod", func() error { return cs.CoreV1().Pods(ns).Delete(ctx, "p-default", metav1.DeleteOptions{}) }},
+		{"patch another scheduler's pod", func() error {
+			_, err := cs.CoreV1().Pods(ns).Patch(ctx, "p-default", types.MergePatchType, []byte(`{"metadata":{"annotations":{"gpusim.io/x":"1"}}}`), metav1.PatchOptions{})
+			return err
+		}},
+		{"delete all pods", func() error {
+			return cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		}},
+		{"get node", func() error { _, err := cs.CoreV1().Nodes().Get(ctx, "rbac-gpu-0", metav1.GetOptions{}); return err }},
+		{"get podgroup", func() error {
+			_, err := dyn.Resource(podGroupsX).Namespace(ns).Get(ctx, "g", metav1.GetOptions{})
+			return err
+		}},
+		{"list jobs", func() error { _, err := cs.BatchV1().Jobs("").List(ctx, metav1.ListOptions{}); return err }},
+		{"patch event", func() error {
+			_, err := cs.CoreV1().Events(ns).Patch(ctx, "e2", types.MergePatchType, []byte(`{"count":2}`), metav1.PatchOptions{})
+			return err
+		}},
+		{"create events.k8s.io event", func() error {
+			_, err := cs.EventsV1().Events(ns).Create(ctx, &eventsv1.Event{
+				ObjectMeta: metav1.ObjectMeta{Name: "e1"}, EventTime: metav1.NewMicroTime(time.Now()), Reason: "Scheduled", Action: "Binding",
+				Type: corev1.EventTypeNormal, ReportingController: "gpusim.io/scheduler", ReportingInstance: "gpusim-0",
+				Regarding: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "p-other"},
+			}, metav1.CreateOptions{})
+			return err
+		}},
 		{"create pod", func() error {
 			_, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "evil"},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}, metav1.CreateOptions{})
@@ -221,7 +254,7 @@ func TestE2EDeployRBAC(t *testing.T) {
 			_, err := dyn.Resource(podGroupsX).Namespace(ns).Create(ctx, pg, metav1.CreateOptions{})
 			return err
 		}},
-		{"delete event", func() error { return cs.EventsV1().Events(ns).Delete(ctx, "e1", metav1.DeleteOptions{}) }},
+		{"delete event", func() error { return cs.CoreV1().Events(ns).Delete(ctx, "e2", metav1.DeleteOptions{}) }},
 		{"get another lease in gpusim-system", func() error {
 			_, err := cs.CoordinationV1().Leases("gpusim-system").Get(ctx, "someone-elses", metav1.GetOptions{})
 			return err
