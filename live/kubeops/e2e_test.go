@@ -84,7 +84,7 @@ var manifestGVR = map[string]struct {
 
 // applyDeploy creates the objects of deploy/<files> (existing ones are left
 // as they are) and returns them.
-func applyDeploy(t *testing.T, ctx context.Context, dyn dynamic.Interface, files ...string) []*unstructured.Unstructured {
+func applyDeploy(t testing.TB, ctx context.Context, dyn dynamic.Interface, files ...string) []*unstructured.Unstructured {
 	t.Helper()
 	root, err := kubetest.RepoRoot()
 	if err != nil {
