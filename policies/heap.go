@@ -23,6 +23,13 @@ func newJobHeap(n int, less func(a, b *sim.Job) bool) *jobHeap {
 func (q *jobHeap) Len() int { return len(q.h) }
 
 func (q *jobHeap) push(j *sim.Job) {
+	if int(j.Ref) >= len(q.pos) {
+		// A job submitted after the policy's first call (live runs:
+		// sim.Live.Submit) is beyond the table sized then.
+		for len(q.pos) <= int(j.Ref) {
+			q.pos = append(q.pos, -1)
+		}
+	}
 	if q.pos[j.Ref] >= 0 {
 		return
 	}
@@ -32,6 +39,9 @@ func (q *jobHeap) push(j *sim.Job) {
 }
 
 func (q *jobHeap) remove(j *sim.Job) {
+	if int(j.Ref) >= len(q.pos) {
+		return
+	}
 	i := int(q.pos[j.Ref])
 	if i < 0 {
 		return

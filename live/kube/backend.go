@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +36,8 @@ type backend struct {
 	predicted []predictedEnd
 	rollback  []sim.JobRef // gangs whose bind failed in the last Schedule
 	shadow    map[sim.JobID]*shadowRec
+	events    chan *corev1.Event // to eventLoop (nil: written inline)
+	eventErrs atomic.Int64       // Events that could not be written or were dropped
 }
 
 type predictedEnd struct {
@@ -316,8 +319,11 @@ func (b *backend) shadowBound(g *gang, p *corev1.Pod) {
 	}
 }
 
-// event writes a Kubernetes Event on pod p (never in shadow mode).
-func (b *backend) event(ctx context.Context, p *corev1.Pod, typ, reason, msg string) {
+// event queues a Kubernetes Event on pod p (never in shadow mode). Events
+// are written by their own goroutine (eventLoop) so that the driver never
+// waits for them; when the queue is full the Event is dropped and counted
+// as an "event" error.
+func (b *backend) event(_ context.Context, p *corev1.Pod, typ, reason, msg string) {
 	s := b.s
 	if s.opt.Shadow {
 		return
@@ -333,8 +339,28 @@ func (b *backend) event(ctx context.Context, p *corev1.Pod, typ, reason, msg str
 		Source:         corev1.EventSource{Component: s.opt.SchedulerName},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 	}
-	if _, err := s.opt.Client.CoreV1().Events(p.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-		s.observe(func(o Observer) { o.Error("event") })
+	if b.events == nil {
+		b.writeEvent(b.ctx, ev)
+		return
+	}
+	select {
+	case b.events <- ev:
+	default:
+		b.eventErrs.Add(1)
+	}
+}
+
+func (b *backend) writeEvent(ctx context.Context, ev *corev1.Event) {
+	if _, err := b.s.opt.Client.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		b.eventErrs.Add(1)
+	}
+}
+
+// eventLoop writes queued Events until the queue is closed, then signals done.
+func (b *backend) eventLoop(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	for ev := range b.events {
+		b.writeEvent(ctx, ev)
 	}
 }
 

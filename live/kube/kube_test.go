@@ -195,14 +195,18 @@ func TestTranslateHostile(t *testing.T) {
 	mismatch := gpuPod("req", "2", nil, nil)
 	mismatch.Spec.Containers[0].Resources.Requests = corev1.ResourceList{ResourceGPU: resource.MustParse("1")}
 	cases := map[string][]*corev1.Pod{
-		"huge annotation":      {gpuPod("h", "1", map[string]string{AnnotationDuration: huge}, nil)},
-		"bad duration":         {gpuPod("d", "1", map[string]string{AnnotationDuration: "soon"}, nil)},
-		"negative GPUs":        {negative},
-		"fractional GPUs":      {fraction},
-		"request != limit":     {mismatch},
-		"unequal gang":         {gpuPod("u0", "2", nil, nil), gpuPod("u1", "4", nil, nil)},
-		"no container":         {{ObjectMeta: metav1.ObjectMeta{Name: "empty", Namespace: "default"}}},
-		"no eligible node":     {func() *corev1.Pod { p := gpuPod("sel", "1", nil, nil); p.Spec.NodeSelector = map[string]string{"x": "y"}; return p }()},
+		"huge annotation":  {gpuPod("h", "1", map[string]string{AnnotationDuration: huge}, nil)},
+		"bad duration":     {gpuPod("d", "1", map[string]string{AnnotationDuration: "soon"}, nil)},
+		"negative GPUs":    {negative},
+		"fractional GPUs":  {fraction},
+		"request != limit": {mismatch},
+		"unequal gang":     {gpuPod("u0", "2", nil, nil), gpuPod("u1", "4", nil, nil)},
+		"no container":     {{ObjectMeta: metav1.ObjectMeta{Name: "empty", Namespace: "default"}}},
+		"no eligible node": {func() *corev1.Pod {
+			p := gpuPod("sel", "1", nil, nil)
+			p.Spec.NodeSelector = map[string]string{"x": "y"}
+			return p
+		}()},
 		"unknown class lookup": {gpuPod("pc", "1", nil, nil)},
 	}
 	for name, pods := range cases {

@@ -251,6 +251,20 @@ func (s *scheduler) run(ctx context.Context) error {
 	if err := s.adoptAtStart(ctx); err != nil {
 		return err
 	}
+	s.b.events = make(chan *corev1.Event, 4096)
+	evDone := make(chan struct{})
+	// Events still queued when ctx ends get a short grace of their own.
+	evCtx, evCancel := context.WithCancel(context.WithoutCancel(ctx))
+	go s.b.eventLoop(evCtx, evDone)
+	defer func() {
+		close(s.b.events)
+		select {
+		case <-evDone:
+		case <-time.After(2 * time.Second):
+		}
+		evCancel()
+		<-evDone
+	}()
 	if s.opt.Ready != nil {
 		s.opt.Ready()
 	}
@@ -314,6 +328,9 @@ func (s *scheduler) cycle(ctx context.Context) error {
 	s.waitEvents(ctx)
 	pending := s.live.View().PendingCount()
 	s.observe(func(o Observer) { o.QueueLength(pending) })
+	for n := s.b.eventErrs.Swap(0); n > 0; n-- {
+		s.observe(func(o Observer) { o.Error("event") })
+	}
 	return nil
 }
 
@@ -373,7 +390,13 @@ func (s *scheduler) podChanged(ctx context.Context, key string) {
 		// New pods of a gang whose job ended: a new job (a controller
 		// recreated them).
 		gen := g.gen + 1
+		old := g
 		g = &gang{key: gk, kind: kind, ns: p.Namespace, name: gname, gen: gen, id: sim.JobID(fmt.Sprintf("%s~%d", jobID(p.Namespace, gname), gen)), pods: map[string]*corev1.Pod{}, first: s.opt.Now()}
+		for n, q := range old.pods { // pods of the old job still waiting join the new one
+			if q.Spec.NodeName == "" && q.Status.Phase == corev1.PodPending {
+				g.pods[n] = q
+			}
+		}
 		s.gangs[gk] = g
 	}
 	if g.skipped {

@@ -528,6 +528,10 @@ func (k *Kueue) Observe(v *sim.View, e sim.Event) {
 	if k.wls == nil {
 		k.wls = make([]*workload, v.NumJobs())
 	}
+	if int(e.Job) >= len(k.wls) {
+		// A job submitted after the first call (live runs: sim.Live.Submit).
+		k.wls = append(k.wls, make([]*workload, int(e.Job)+1-len(k.wls))...)
+	}
 	k.afsAdvance(v.Now()) // AFS samples due before this event changes usage
 	j := v.Job(e.Job)
 	w := k.wls[e.Job]
