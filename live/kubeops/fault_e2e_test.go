@@ -77,59 +77,49 @@ func TestE2EKubeServiceAccount(t *testing.T) {
 }
 
 // TestE2EKubeKill9 kills the scheduler with SIGKILL in the middle of
-// binding a gang (at the first gpusim.io/node annotation of a later gang,
-// written just before its binds), restarts it, and checks: every pod ran
-// once on the node gpusim recorded for it, each gang under one placement,
-// no GPU served two pods at once, every pod Succeeded, no gang bound by
-// both processes (the second adopts or completes what the first bound),
-// and no gang stayed half-bound once the restarted scheduler was ready.
+// binding a gang and restarts it. The first scheduler talks to the API
+// server through a proxy that, once the API server has bound pod g004-1
+// (the second of gang g004's four pods), kills the scheduler before passing
+// the response on: g004 is left with two of four pods bound, deterministically.
+// The restarted scheduler (direct connection) must complete it from the
+// gpusim.io/node annotations written before the binds. Checks: every pod
+// ran once, on the node gpusim recorded for it, each gang under one
+// placement, no GPU served two pods at once, every pod Succeeded, no gang
+// bound by both processes, no gang half-bound once the restart settled.
 func TestE2EKubeKill9(t *testing.T) {
 	c := freshCluster(t, 2)
-	kc := kubeconfig(t, c, "")
 	scen := scenarioFromDeploy(t)
+	bp := startBindProxy(t, c)
 	startKubelet(t, c)
-	a := startScheduler(t, "first", kc, scen)
+	a := startScheduler(t, "first", bp.kubeconfig(t), scen)
+	killed := make(chan struct{})
+	bp.setHook(func(pod string) {
+		if pod == "g004-1" {
+			a.kill()
+			close(killed)
+		}
+	})
 	a.waitReady(t)
 	// 12 gangs x 4 pods x 2 GPUs (8 GPUs each), 120 s simulated (2 s
 	// real): two run at once.
 	const gangs, size = 12, 4
 	createGangs(t, c, 0, gangs, size, 2, "120")
-	// Kill at the first annotation of the fifth gang or later: the scheduler
-	// is between patching a gang's pods and binding them.
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	w, err := c.Client.CoreV1().Pods(faultNS).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
+	select {
+	case <-killed:
+	case <-time.After(60 * time.Second):
+		t.Fatal("pod g004-1 was never bound through the proxy")
 	}
-	for ev := range w.ResultChan() {
-		p, ok := ev.Object.(interface{ GetAnnotations() map[string]string })
-		if !ok {
-			continue
-		}
-		if n := p.GetAnnotations()["gpusim.io/node"]; n != "" && len(a.boundGangs()) >= 4 {
-			a.kill()
-			break
-		}
-	}
-	w.Stop()
-	if !a.exited() {
-		t.Fatal("the first scheduler was not killed (no gang annotated after four bound)")
-	}
+	bp.setHook(nil)
 	firstBound := a.boundGangs()
-	// What the kill left: gangs with some but not all pods bound, and
-	// pods annotated but not bound.
-	l, err := c.Client.CoreV1().Pods(faultNS).List(ctx, metav1.ListOptions{})
+	// What the kill left: gangs with some but not all pods bound.
+	l, err := c.Client.CoreV1().Pods(faultNS).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound, annotated := map[string]int{}, 0
+	bound := map[string]int{}
 	for i := range l.Items {
-		p := &l.Items[i]
-		if p.Spec.NodeName != "" {
-			bound[gangOfPod(p)]++
-		} else if p.Annotations["gpusim.io/node"] != "" {
-			annotated++
+		if l.Items[i].Spec.NodeName != "" {
+			bound[gangOfPod(&l.Items[i])]++
 		}
 	}
 	var half []string
@@ -138,9 +128,12 @@ func TestE2EKubeKill9(t *testing.T) {
 			half = append(half, g)
 		}
 	}
-	t.Logf("killed after %d gangs bound; left %d half-bound gang(s) %v and %d annotated unbound pod(s)", len(firstBound), len(half), half, annotated)
+	t.Logf("killed with %d gang(s) logged bound %v; half-bound: %v", len(firstBound), firstBound, half)
+	if len(half) != 1 || half[0] != "g004" || bound["g004"] != 2 {
+		t.Fatalf("half-bound gangs %v (g004: %d bound), want exactly g004 with 2 of 4", half, bound["g004"])
+	}
 
-	b := startScheduler(t, "restarted", kc, scen)
+	b := startScheduler(t, "restarted", kubeconfig(t, c, ""), scen)
 	b.waitReady(t)
 	hb := watchHalfBound(c, 2*time.Second)
 	pods := waitAllSucceeded(t, c, gangs*size, 90*time.Second)
@@ -150,19 +143,18 @@ func TestE2EKubeKill9(t *testing.T) {
 	}
 	auditPlacements(t, pods)
 	// No gang bound by both: the second process binds only gangs the
-	// first did not finish binding (it completes half-bound ones).
-	for _, g := range b.boundGangs() {
+	// first had not bound; it completes g004 at start.
+	second := b.boundGangs()
+	for _, g := range second {
 		if slices.Contains(firstBound, g) {
 			t.Errorf("gang %s bound by both processes", g)
 		}
 	}
-	for _, g := range half {
-		if !strings.Contains(b.stderr.String(), faultNS+"/"+g) {
-			t.Errorf("half-bound gang %s not mentioned by the restarted scheduler", g)
-		}
+	if !strings.Contains(b.stderr.String(), faultNS+"/g004      half-bound gang completed (2 pods bound now)") {
+		t.Errorf("the restarted scheduler did not complete g004 at start")
 	}
-	if got := len(firstBound) + len(b.boundGangs()); got+len(half) < gangs {
-		t.Errorf("bound %d+%d gangs (+%d completed), want %d in all", len(firstBound), len(b.boundGangs()), len(half), gangs)
+	if got := len(firstBound) + len(second) + 1; got != gangs {
+		t.Errorf("bound %d + %d gangs + g004 completed = %d, want %d", len(firstBound), len(second), got, gangs)
 	}
 	b.stop(t)
 }

@@ -3,9 +3,14 @@ package kubeops
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -562,4 +568,73 @@ func auditPlacements(t testing.TB, pods []corev1.Pod) {
 			}
 		}
 	}
+}
+
+// bindProxy is a TLS reverse proxy in front of the API server (it forwards
+// as c's admin) that sees every request path: hook runs after each
+// pods/binding response came back from the API server and before it is
+// passed on, so a test can kill the scheduler between two binds of a gang.
+type bindProxy struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	hook func(pod string) // the bound pod's name
+}
+
+func startBindProxy(t testing.TB, c *kubetest.Cluster) *bindProxy {
+	t.Helper()
+	target, err := url.Parse(c.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := rest.TransportFor(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bp := &bindProxy{}
+	rp := &httputil.ReverseProxy{
+		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target) },
+		Transport:     rt,
+		FlushInterval: -1, // watches stream
+		ModifyResponse: func(resp *http.Response) error {
+			r := resp.Request
+			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/binding") && resp.StatusCode < 300 {
+				parts := strings.Split(r.URL.Path, "/")
+				bp.mu.Lock()
+				h := bp.hook
+				bp.mu.Unlock()
+				if h != nil && len(parts) >= 2 {
+					h(parts[len(parts)-2])
+				}
+			}
+			return nil
+		},
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
+	bp.srv = httptest.NewTLSServer(rp)
+	t.Cleanup(bp.srv.Close)
+	return bp
+}
+
+// kubeconfig is a kubeconfig for the proxy (no credentials: the proxy
+// authenticates upstream).
+func (bp *bindProxy) kubeconfig(t testing.TB) string {
+	t.Helper()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: bp.srv.Certificate().Raw})
+	cfg := clientcmdapi.Config{
+		Clusters:       map[string]*clientcmdapi.Cluster{"proxy": {Server: bp.srv.URL, CertificateAuthorityData: ca}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"u": {}},
+		Contexts:       map[string]*clientcmdapi.Context{"proxy": {Cluster: "proxy", AuthInfo: "u"}},
+		CurrentContext: "proxy",
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig-proxy")
+	if err := clientcmd.WriteToFile(cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func (bp *bindProxy) setHook(h func(pod string)) {
+	bp.mu.Lock()
+	defer bp.mu.Unlock()
+	bp.hook = h
 }
