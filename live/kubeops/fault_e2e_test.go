@@ -190,3 +190,95 @@ func TestE2EKubeAPIServerRestart(t *testing.T) {
 		t.Errorf("exit code %d, want 0", code)
 	}
 }
+
+// TestE2EKubeLeaderElection runs two replicas with --leader-elect under
+// the service account's token (so deploy/'s leader-election Role is what
+// lets them campaign). Only the leader binds: the standby is ready, reports
+// gpusim_leader 0 and no decisions, and logs no bind. When the leader is
+// killed with SIGKILL, the standby takes over once the lease expires and
+// schedules the gangs created after; every gang is bound by exactly one
+// replica.
+func TestE2EKubeLeaderElection(t *testing.T) {
+	c := freshCluster(t, 2)
+	kc := kubeconfig(t, c, serviceAccountToken(t, c))
+	scen := scenarioFromDeploy(t)
+	startKubelet(t, c)
+	le := func(id string) []string {
+		return []string{"--leader-elect", "--leader-elect-identity=" + id,
+			"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=500ms"}
+	}
+	a := startScheduler(t, "replica-a", kc, scen, le("replica-a")...)
+	a.waitReady(t)
+	if !strings.Contains(a.stderr.String(), "leader election: leading as replica-a") {
+		t.Fatalf("replica-a ready but not leading")
+	}
+	b := startScheduler(t, "replica-b", kc, scen, le("replica-b")...)
+	waitFor(t, "replica-b campaigning", 30*time.Second, func() bool {
+		return strings.Contains(b.stderr.String(), "campaigning for Lease gpusim-system/gpusim-scheduler as replica-b")
+	})
+	if code, _ := httpGet(b.addr(t), "/readyz"); code != 200 {
+		t.Errorf("standby /readyz = %d, want 200", code)
+	}
+
+	createGangs(t, c, 0, 6, 2, 4, "60")
+	waitAllSucceeded(t, c, 12, 60*time.Second)
+	if got := a.boundGangs(); len(got) != 6 {
+		t.Errorf("leader bound %d gangs, want 6: %v", len(got), got)
+	}
+	if got := b.boundGangs(); len(got) != 0 {
+		t.Errorf("standby bound gangs %v", got)
+	}
+	for series, want := range map[string]string{"gpusim_leader": "0", `gpusim_decisions_total{kind="start"}`: "0"} {
+		if got := b.metric(t, series); got != want {
+			t.Errorf("standby %s = %q, want %s", series, got, want)
+		}
+	}
+	if got := a.metric(t, "gpusim_leader"); got != "1" {
+		t.Errorf("leader gpusim_leader = %q", got)
+	}
+
+	killedAt := time.Now()
+	a.kill()
+	createGangs(t, c, 6, 6, 2, 4, "60")
+	waitFor(t, "replica-b to lead", 30*time.Second, func() bool {
+		return strings.Contains(b.stderr.String(), "leader election: leading as replica-b")
+	})
+	takeover := time.Since(killedAt)
+	t.Logf("replica-b took over %v after replica-a was killed (lease 4s)", takeover.Round(time.Millisecond))
+	if takeover < 2*time.Second {
+		t.Errorf("takeover after %v: before the 4s lease could expire", takeover)
+	}
+	pods := waitAllSucceeded(t, c, 24, 60*time.Second)
+	auditPlacements(t, pods)
+	ga, gb := a.boundGangs(), b.boundGangs()
+	for _, g := range gb {
+		if slices.Contains(ga, g) {
+			t.Errorf("gang %s bound by both replicas", g)
+		}
+	}
+	if len(ga)+len(gb) != 12 || len(gb) != 6 {
+		t.Errorf("replica-a bound %v, replica-b bound %v: want 6 + 6", ga, gb)
+	}
+	l, err := c.Client.CoordinationV1().Leases("gpusim-system").Get(context.Background(), "gpusim-scheduler", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := l.Spec.HolderIdentity; h == nil || *h != "replica-b" {
+		t.Errorf("lease holder %v, want replica-b", h)
+	}
+	if got := b.metric(t, "gpusim_leader"); got != "1" {
+		t.Errorf("new leader gpusim_leader = %q", got)
+	}
+	// A clean stop releases the lease (ReleaseOnCancel) after the core
+	// returned.
+	if code := b.stop(t); code != 0 {
+		t.Errorf("replica-b exit code %d, want 0", code)
+	}
+	l, err = c.Client.CoordinationV1().Leases("gpusim-system").Get(context.Background(), "gpusim-scheduler", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := l.Spec.HolderIdentity; h != nil && *h != "" {
+		t.Errorf("lease still held by %q after a clean stop", *h)
+	}
+}
