@@ -379,19 +379,26 @@ func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool)
 // GPUs each, schedulerName gpusim, running dur simulated seconds.
 func createGangs(t testing.TB, c *kubetest.Cluster, first, n, size, gpus int, dur string) {
 	t.Helper()
+	createGangsNS(t, c, faultNS, first, n, size, gpus, dur, nil)
+}
+
+// createGangsNS is createGangs in namespace ns; onCreate (if not nil) runs
+// just before each pod's Create.
+func createGangsNS(t testing.TB, c *kubetest.Cluster, ns string, first, n, size, gpus int, dur string, onCreate func(pod string)) {
+	t.Helper()
 	ctx := context.Background()
 	for g := first; g < first+n; g++ {
 		name := fmt.Sprintf("g%03d", g)
 		pg := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-			"metadata": map[string]any{"name": name, "namespace": faultNS}, "spec": map[string]any{"minMember": int64(size)},
+			"metadata": map[string]any{"name": name, "namespace": ns}, "spec": map[string]any{"minMember": int64(size)},
 		}}
-		if _, err := c.Dynamic.Resource(podGroupsX).Namespace(faultNS).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+		if _, err := c.Dynamic.Resource(podGroupsX).Namespace(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		for r := 0; r < size; r++ {
 			p := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, r), Namespace: faultNS,
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, r), Namespace: ns,
 					Labels:      map[string]string{"scheduling.x-k8s.io/pod-group": name},
 					Annotations: map[string]string{kubetest.DurationAnnotation: dur}},
 				Spec: corev1.PodSpec{SchedulerName: "gpusim", Containers: []corev1.Container{{
@@ -400,7 +407,10 @@ func createGangs(t testing.TB, c *kubetest.Cluster, first, n, size, gpus int, du
 						kubetest.GPUResource: *resource.NewQuantity(int64(gpus), resource.DecimalSI)}},
 				}}},
 			}
-			if _, err := c.Client.CoreV1().Pods(faultNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			if onCreate != nil {
+				onCreate(p.Name)
+			}
+			if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
