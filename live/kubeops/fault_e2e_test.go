@@ -19,6 +19,7 @@ import (
 // six 2-pod gangs on two 8-GPU nodes end to end. The token appears nowhere
 // in its stdout, stderr or output files.
 func TestE2EKubeServiceAccount(t *testing.T) {
+	faultTest(t)
 	c := freshCluster(t, 2)
 	token := serviceAccountToken(t, c)
 	kc := kubeconfig(t, c, token)
@@ -87,6 +88,7 @@ func TestE2EKubeServiceAccount(t *testing.T) {
 // placement, no GPU served two pods at once, every pod Succeeded, no gang
 // bound by both processes, no gang half-bound once the restart settled.
 func TestE2EKubeKill9(t *testing.T) {
+	faultTest(t)
 	c := freshCluster(t, 2)
 	scen := scenarioFromDeploy(t)
 	bp := startBindProxy(t, c)
@@ -163,6 +165,7 @@ func TestE2EKubeKill9(t *testing.T) {
 // runs gangs; the scheduler reconnects (its informers re-watch), schedules
 // gangs created after the restart, and every pod finishes.
 func TestE2EKubeAPIServerRestart(t *testing.T) {
+	faultTest(t)
 	c := freshCluster(t, 2)
 	kc := kubeconfig(t, c, "")
 	startKubelet(t, c)
@@ -199,6 +202,7 @@ func TestE2EKubeAPIServerRestart(t *testing.T) {
 // schedules the gangs created after; every gang is bound by exactly one
 // replica.
 func TestE2EKubeLeaderElection(t *testing.T) {
+	faultTest(t)
 	c := freshCluster(t, 2)
 	kc := kubeconfig(t, c, serviceAccountToken(t, c))
 	scen := scenarioFromDeploy(t)

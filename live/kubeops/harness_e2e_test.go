@@ -73,6 +73,22 @@ func gpusimBinary(t testing.TB) string {
 	return gpusimPath
 }
 
+// EnvFull runs the fault tests in a plain go test (make e2e runs them
+// too, through GPUSIM_E2E_REQUIRE=1).
+const EnvFull = "GPUSIM_E2E_FULL"
+
+// faultTest skips (or fails, with GPUSIM_E2E_REQUIRE=1) without the
+// binaries, and skips unless make e2e or GPUSIM_E2E_FULL=1 asked for the
+// fault tests: each runs its own control plane and scheduler processes for
+// 20-45 s, too long for every go test ./... on a shared machine.
+func faultTest(t *testing.T) {
+	t.Helper()
+	kubetest.BinDirOrSkip(t)
+	if os.Getenv(kubetest.EnvRequire) != "1" && os.Getenv(EnvFull) != "1" {
+		t.Skipf("fault test (20-45 s): run with make e2e or %s=1", EnvFull)
+	}
+}
+
 // faultNS is the namespace of the fault tests' pods.
 const faultNS = "team"
 
