@@ -286,3 +286,57 @@ func TestE2EKubeLeaderElection(t *testing.T) {
 		t.Errorf("lease still held by %q after a clean stop", *h)
 	}
 }
+
+// TestE2EKubeLeaseLost partitions the leader from the Lease API only (a
+// proxy answers 503 to its Lease requests while its binds still pass):
+// the leader must stop binding once its renewal fails for RenewDeadline
+// and exit with code 1, and the standby (through a proxy of its own) must
+// send its first bind only after the leader's last bind came back. Every
+// pod still runs once.
+func TestE2EKubeLeaseLost(t *testing.T) {
+	faultTest(t)
+	c := freshCluster(t, 2)
+	scen := scenarioFromDeploy(t)
+	pa, pb := startBindProxy(t, c), startBindProxy(t, c)
+	startKubelet(t, c)
+	le := func(id string) []string {
+		return []string{"--leader-elect", "--leader-elect-identity=" + id,
+			"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=500ms"}
+	}
+	a := startScheduler(t, "replica-a", pa.kubeconfig(t), scen, le("replica-a")...)
+	a.waitReady(t)
+	b := startScheduler(t, "replica-b", pb.kubeconfig(t), scen, le("replica-b")...)
+	waitFor(t, "replica-b campaigning", 30*time.Second, func() bool {
+		return strings.Contains(b.stderr.String(), "campaigning for Lease")
+	})
+	// 16 gangs of 1 s, two at a time: binding goes on for ~8 s.
+	createGangs(t, c, 0, 16, 2, 4, "60")
+	waitFor(t, "two gangs bound by replica-a", 30*time.Second, func() bool { return len(a.boundGangs()) >= 2 })
+	cut := time.Now()
+	pa.partitionLeases()
+	select {
+	case <-a.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("replica-a still running 30s after losing the Lease API")
+	}
+	if a.exitCode != 1 || !strings.Contains(a.stderr.String(), "leader election: lost Lease gpusim-system/gpusim-scheduler (replica-a): stopped scheduling") {
+		t.Errorf("replica-a exit %d, want 1 with a lost-lease line", a.exitCode)
+	}
+	waitAllSucceeded(t, c, 32, 90*time.Second)
+	_, lastA, na := pa.bindTimes()
+	firstB, _, nb := pb.bindTimes()
+	t.Logf("replica-a: %d binds, last %v after the cut; replica-b: %d binds, first %v after the cut",
+		na, lastA.Sub(cut).Round(time.Millisecond), nb, firstB.Sub(cut).Round(time.Millisecond))
+	if na+nb != 32 {
+		t.Errorf("%d + %d binds, want 32 (each pod bound once)", na, nb)
+	}
+	if nb == 0 || !lastA.Before(firstB) {
+		t.Errorf("replica-b's first bind was sent %v, before replica-a's last bind returned %v", firstB, lastA)
+	}
+	l, err := c.Client.CoreV1().Pods(faultNS).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auditPlacements(t, l.Items)
+	b.stop(t)
+}

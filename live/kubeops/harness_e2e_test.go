@@ -604,6 +604,13 @@ type bindProxy struct {
 	srv  *httptest.Server
 	mu   sync.Mutex
 	hook func(pod string) // the bound pod's name
+	// blockLeases makes every Lease request fail with 503, as a partition
+	// between the scheduler and the API server's coordination API would,
+	// while other requests (binds) still pass.
+	blockLeases   bool
+	firstBindSent time.Time // request start of the first pods/binding
+	lastBindDone  time.Time // response of the last successful pods/binding
+	binds         int
 }
 
 func startBindProxy(t testing.TB, c *kubetest.Cluster) *bindProxy {
@@ -618,7 +625,16 @@ func startBindProxy(t testing.TB, c *kubetest.Cluster) *bindProxy {
 	}
 	bp := &bindProxy{}
 	rp := &httputil.ReverseProxy{
-		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target) },
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			if r.In.Method == http.MethodPost && strings.HasSuffix(r.In.URL.Path, "/binding") {
+				bp.mu.Lock()
+				if bp.firstBindSent.IsZero() {
+					bp.firstBindSent = time.Now()
+				}
+				bp.mu.Unlock()
+			}
+		},
 		Transport:     rt,
 		FlushInterval: -1, // watches stream
 		ModifyResponse: func(resp *http.Response) error {
@@ -627,6 +643,8 @@ func startBindProxy(t testing.TB, c *kubetest.Cluster) *bindProxy {
 				parts := strings.Split(r.URL.Path, "/")
 				bp.mu.Lock()
 				h := bp.hook
+				bp.lastBindDone = time.Now()
+				bp.binds++
 				bp.mu.Unlock()
 				if h != nil && len(parts) >= 2 {
 					h(parts[len(parts)-2])
@@ -636,7 +654,16 @@ func startBindProxy(t testing.TB, c *kubetest.Cluster) *bindProxy {
 		},
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
-	bp.srv = httptest.NewTLSServer(rp)
+	bp.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		bp.mu.Lock()
+		block := bp.blockLeases
+		bp.mu.Unlock()
+		if block && strings.Contains(r.URL.Path, "/leases") {
+			http.Error(w, "partitioned", http.StatusServiceUnavailable)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
 	t.Cleanup(bp.srv.Close)
 	return bp
 }
@@ -663,4 +690,18 @@ func (bp *bindProxy) setHook(h func(pod string)) {
 	bp.mu.Lock()
 	defer bp.mu.Unlock()
 	bp.hook = h
+}
+
+// bindTimes returns the request start of the first bind, the response of
+// the last successful one, and the count of successful binds.
+func (bp *bindProxy) bindTimes() (first, last time.Time, n int) {
+	bp.mu.Lock()
+	defer bp.mu.Unlock()
+	return bp.firstBindSent, bp.lastBindDone, bp.binds
+}
+
+func (bp *bindProxy) partitionLeases() {
+	bp.mu.Lock()
+	defer bp.mu.Unlock()
+	bp.blockLeases = true
 }
