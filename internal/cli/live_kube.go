@@ -100,6 +100,9 @@ func runLiveKube(ctx context.Context, io *IO, o *LiveOptions) error {
 	if err != nil {
 		return UsageError(err)
 	}
+	if err := kube.CheckPolicy(pol.Name()); err != nil {
+		return UsageError(fmt.Errorf("live: %w", err))
+	}
 	rc, err := kubeClients(k.Kubeconfig)
 	if err != nil {
 		return UsageError(fmt.Errorf("live: kubeconfig: %w", err))

@@ -316,6 +316,7 @@ func (b *backend) shadowBound(g *gang, p *corev1.Pod) {
 	}
 	if !r.realStarted {
 		r.realBind, r.realStarted = b.s.live.Now(), true
+		b.s.logf("%-14s shadow: bound by its scheduler to %s", g.id, p.Spec.NodeName)
 	}
 }
 

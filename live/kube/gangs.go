@@ -172,6 +172,9 @@ func translate(m *clusterModel, id sim.JobID, pods []*corev1.Pod, prio func(*cor
 	if err != nil {
 		return spec, nil, err
 	}
+	if q := spec.Queue; q != "" && !strings.Contains(q, "/") && pods[0].Namespace != "" && pods[0].Namespace != "default" {
+		spec.Queue = pods[0].Namespace + "/" + q // a LocalQueue lives in the pod's namespace
+	}
 	if _, ok := pods[0].Annotations[AnnotationDuration]; !ok {
 		spec.Duration = defDur
 	}

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/gpusim/gpusim/live"
+	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/reports"
 	"github.com/gpusim/gpusim/sim"
 )
@@ -65,6 +66,9 @@ func newScheduler(opt Options) (*scheduler, error) {
 	}
 	if opt.Config.Policy == nil {
 		return nil, errors.New("kube: Options.Config.Policy is required")
+	}
+	if err := CheckPolicy(opt.Config.Policy.Name()); err != nil {
+		return nil, fmt.Errorf("kube: %w", err)
 	}
 	if opt.DryRun && opt.Shadow {
 		return nil, errors.New("kube: --dry-run and --shadow exclude each other")
@@ -523,6 +527,12 @@ func (s *scheduler) trySubmit(ctx context.Context, g *gang) {
 	if int(spec.Replicas) != len(g.replicas) {
 		s.skip(ctx, g, fmt.Sprintf("%d GPU pods but the translation made %d replicas", len(g.replicas), spec.Replicas))
 		return
+	}
+	if qq, ok := s.opt.Config.Policy.(policies.QueueQuotas); ok && spec.Queue != "" {
+		if _, ok := qq.QueueNominalGPUs(spec.Queue); !ok {
+			s.skip(ctx, g, fmt.Sprintf("queue %q matches no LocalQueue of policy %s", spec.Queue, s.opt.PolicyLabel))
+			return
+		}
 	}
 	if err := s.live.View().Cluster().Feasible(&spec); err != nil {
 		s.skip(ctx, g, "can never fit this cluster: "+err.Error())
