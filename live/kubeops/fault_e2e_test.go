@@ -295,7 +295,7 @@ func TestE2EKubeLeaderElection(t *testing.T) {
 // pod still runs once.
 func TestE2EKubeLeaseLost(t *testing.T) {
 	faultTest(t)
-	c := freshCluster(t, 2)
+	c := freshCluster(t, 4)
 	scen := scenarioFromDeploy(t)
 	pa, pb := startBindProxy(t, c), startBindProxy(t, c)
 	startKubelet(t, c)
@@ -309,8 +309,10 @@ func TestE2EKubeLeaseLost(t *testing.T) {
 	waitFor(t, "replica-b campaigning", 30*time.Second, func() bool {
 		return strings.Contains(b.stderr.String(), "campaigning for Lease")
 	})
-	// 16 gangs of 1 s, two at a time: binding goes on for ~8 s.
-	createGangs(t, c, 0, 16, 2, 4, "60")
+	// 16 gangs of 7 s, four at a time: binding goes on for ~28 s. A gang
+	// the leader left half-bound at the loss is still running when the
+	// standby takes over (4-5 s later) and completes it.
+	createGangs(t, c, 0, 16, 2, 4, "420")
 	waitFor(t, "two gangs bound by replica-a", 30*time.Second, func() bool { return len(a.boundGangs()) >= 2 })
 	cut := time.Now()
 	pa.partitionLeases()
