@@ -71,6 +71,9 @@ func kubeClients(path string) (*rest.Config, error) {
 // policy and engine settings; the jobs are the cluster's pods.
 func runLiveKube(ctx context.Context, io *IO, o *LiveOptions) error {
 	k := &o.Kube
+	if err := k.Ops.validate(); err != nil {
+		return err
+	}
 	if !(o.Scale > 0) {
 		return UsageErrorf("live: --scale must be > 0, got %v", o.Scale)
 	}

@@ -30,6 +30,15 @@ func addKubeOpsFlags(f *pflag.FlagSet, k *KubeOpsFlags) {
 	f.StringVar(&k.MetricsAddr, "metrics-addr", "", "kubernetes: serve /healthz, /readyz and Prometheus /metrics on this address, e.g. :8080 (default: off)")
 }
 
+// validate checks the operations flags (exit 2, naming the flag) before
+// anything is loaded or contacted.
+func (k *KubeOpsFlags) validate() error {
+	if err := k.LeaderElection.Validate(); err != nil {
+		return UsageError(fmt.Errorf("live: %w", err))
+	}
+	return nil
+}
+
 // runKubeOps runs kube.Run(ctx, opt) under the operations layer: with
 // --metrics-addr the HTTP endpoint serves for the whole command (standby
 // included) and the core reports to its metrics; with --leader-elect the
@@ -37,8 +46,8 @@ func addKubeOpsFlags(f *pflag.FlagSet, k *KubeOpsFlags) {
 // runtime error (exit 1: the pod restarts and campaigns again, as
 // kube-scheduler); a stop before leading returns ctx's error.
 func runKubeOps(ctx context.Context, io *IO, client kubernetes.Interface, k *KubeOpsFlags, opt kube.Options) error {
-	if err := k.LeaderElection.Validate(); err != nil {
-		return UsageError(fmt.Errorf("live: %w", err))
+	if err := k.validate(); err != nil {
+		return err
 	}
 	var el kubeops.Elected
 	if opt.Log != nil {
