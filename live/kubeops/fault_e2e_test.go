@@ -77,6 +77,32 @@ func TestE2EKubeServiceAccount(t *testing.T) {
 	}
 }
 
+// TestE2EKubeBadTokenNotLogged runs the scheduler with a kubeconfig whose
+// bearer token the API server rejects (401): the errors it logs while its
+// informers cannot sync must not quote the token, and --run-for ends it.
+func TestE2EKubeBadTokenNotLogged(t *testing.T) {
+	faultTest(t)
+	c := freshCluster(t, 1)
+	const token = "gpusimBadTokenDoNotLog0123456789abcdefghijklmnopqrstuvwxyz"
+	p := startScheduler(t, "scheduler", kubeconfig(t, c, token), scenarioFromDeploy(t), "--run-for=4s")
+	select {
+	case <-p.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("no exit 60s after --run-for=4s")
+	}
+	if p.exitCode == 0 {
+		t.Errorf("exit code 0 with a rejected token")
+	}
+	out := p.stdout.String() + p.stderr.String()
+	t.Logf("exit %d; %s", p.exitCode, tail(out, 400))
+	if !strings.Contains(out, "Unauthorized") {
+		t.Errorf("no Unauthorized error logged:\n%s", tail(out, 2000))
+	}
+	if strings.Contains(out, token) || strings.Contains(out, token[:20]) {
+		t.Errorf("the rejected token appears in the output:\n%s", tail(out, 2000))
+	}
+}
+
 // TestE2EKubeKill9 kills the scheduler with SIGKILL in the middle of
 // binding a gang and restarts it. The first scheduler talks to the API
 // server through a proxy that, once the API server has bound pod g004-1
