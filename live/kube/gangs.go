@@ -102,7 +102,6 @@ type gang struct {
 	pods  map[string]*corev1.Pod // by name: the latest copy seen
 	first time.Time              // first pod seen (incomplete-gang timeout)
 	last  time.Time              // last pod of the gang seen pending (bind latency)
-	want  int                    // pods the gang needs (0 = not known yet)
 
 	submitted   bool
 	ref         sim.JobRef
@@ -117,7 +116,6 @@ type gang struct {
 	rollbacks   int
 	rollingBack bool // Interrupt after a failed bind: Stop evicts nothing
 	evicted     bool // the pods were evicted for a preemption: new pods join the requeued job
-	noted       bool // an incomplete-gang Event was written
 }
 
 // sortedPods returns the gang's pods sorted by completion index (indexed

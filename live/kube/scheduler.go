@@ -40,11 +40,10 @@ type scheduler struct {
 	queue workqueue.TypedInterface[string]
 	wake  chan struct{}
 
-	pods      corelisters.PodLister
-	nodes     corelisters.NodeLister
-	classes   schedlisters.PriorityClassLister
-	groups    map[gangKind]cache.GenericLister
-	groupSync []cache.InformerSynced
+	pods    corelisters.PodLister
+	nodes   corelisters.NodeLister
+	classes schedlisters.PriorityClassLister
+	groups  map[gangKind]cache.GenericLister
 
 	model *clusterModel
 	live  *sim.Live
