@@ -86,7 +86,7 @@ fidelity-volcano: ## record the real Volcano scheduler on its fidelity fixtures 
 # End-to-end tests against a real kube-apiserver + etcd (docs/e2e.md). The
 # binaries are built from the Go module proxy into ~/.cache/gpusim-e2e/<key>/
 # (cold: about 10 min on 2 cores; cached: instant). Not part of `make test`.
-E2E_PKGS ?= ./internal/kubetest/
+E2E_PKGS ?= ./internal/kubetest/ ./live/kubeops/
 
 e2e-deps: ## build and cache kube-apiserver v1.34 and etcd v3.5 from the Go module proxy (scripts/ensure-e2e-deps.sh)
 	scripts/ensure-e2e-deps.sh

@@ -34,6 +34,7 @@ type KubeFlags struct {
 	GangTimeout   time.Duration
 	RunFor        time.Duration
 	DefaultDurS   float64
+	Ops           KubeOpsFlags // leader election, metrics (live_kubeops.go)
 }
 
 func addKubeFlags(f *pflag.FlagSet, k *KubeFlags) {
@@ -48,6 +49,7 @@ func addKubeFlags(f *pflag.FlagSet, k *KubeFlags) {
 	f.StringVar(&k.ZoneLabel, "zone-label", kube.DefaultZoneLabel, "kubernetes: node label used as the spine level when a node has no block label")
 	f.DurationVar(&k.GangTimeout, "gang-timeout", time.Minute, "kubernetes: skip (with an Event) a gang still incomplete after this long")
 	f.DurationVar(&k.RunFor, "run-for", 0, "kubernetes: stop after this long and write the outputs (0: until interrupted)")
+	addKubeOpsFlags(f, &k.Ops)
 	f.Float64Var(&k.DefaultDurS, "default-duration", 3600, "kubernetes: model duration (simulated seconds) of pods without a gpusim.io/duration annotation")
 }
 
@@ -69,6 +71,9 @@ func kubeClients(path string) (*rest.Config, error) {
 // policy and engine settings; the jobs are the cluster's pods.
 func runLiveKube(ctx context.Context, io *IO, o *LiveOptions) error {
 	k := &o.Kube
+	if err := k.Ops.validate(); err != nil {
+		return err
+	}
 	if !(o.Scale > 0) {
 		return UsageErrorf("live: --scale must be > 0, got %v", o.Scale)
 	}
@@ -139,7 +144,11 @@ func runLiveKube(ctx context.Context, io *IO, o *LiveOptions) error {
 		ctx, cancel = context.WithTimeout(ctx, k.RunFor)
 		defer cancel()
 	}
-	if err := kube.Run(ctx, opt); err != nil {
+	if err := runKubeOps(ctx, io, client, &k.Ops, opt); err != nil {
+		var ee *ExitError
+		if errors.As(err, &ee) {
+			return err
+		}
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return InterruptedError(err)
 		}
