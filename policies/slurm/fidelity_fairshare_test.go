@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
 )
 
 // shareRow is one user association's row of `sshare -a -l`.
@@ -84,7 +85,7 @@ func TestFidelityFairShare(t *testing.T) {
 			snaps := readSshare(t, f)
 			_, _, runs, rec := runFidelity(t, dir)
 			s := rec.Slurm
-			meta := readMeta(t, filepath.Join(dir, "recorded.meta"))
+			meta := simtest.ReadMeta(t, filepath.Join(dir, "recorded.meta"))
 			ds, err := strconv.ParseFloat(meta["decay_start_s"], 64)
 			if err != nil {
 				t.Fatalf("recorded.meta: decay_start_s: %v", err)

@@ -110,22 +110,6 @@ func atof(t *testing.T, s string) float64 {
 	return v
 }
 
-// readMeta reads recorded.meta (key: value lines).
-func readMeta(t *testing.T, path string) map[string]string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]string{}
-	for _, l := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok {
-			m[strings.TrimSpace(k)] = strings.TrimSpace(v)
-		}
-	}
-	return m
-}
-
 // runFidelity replays fixture dir in gpusim and compares with its recording.
 func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job, map[string][]recRun, *firstNodes) {
 	t.Helper()
@@ -198,7 +182,7 @@ func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job,
 	if err != nil {
 		t.Fatal(err)
 	}
-	meta := readMeta(t, filepath.Join(dir, "recorded.meta"))
+	meta := simtest.ReadMeta(t, filepath.Join(dir, "recorded.meta"))
 	sec, _ := strconv.Atoi(meta["t0_second_of_minute"])
 	ctld, _ := strconv.ParseFloat(meta["slurmctld_start_s"], 64)
 	clock := fmt.Sprintf("\nclockOffset: %ds\ncontrollerUptime: %.1fs\nversion: %q\n", sec, max(-ctld-bfThreadLag, 0), meta["slurm_version"])

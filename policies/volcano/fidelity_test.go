@@ -311,22 +311,6 @@ func replayVolcano(t *testing.T, dir string, grid bool) vcResult {
 
 var replayVolcanoDebug bool
 
-// readVCMeta reads recorded.meta (key: value lines).
-func readVCMeta(t *testing.T, path string) map[string]string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]string{}
-	for _, l := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok {
-			m[strings.TrimSpace(k)] = strings.TrimSpace(v)
-		}
-	}
-	return m
-}
-
 // time1s is the policy's schedule period in seconds.
 func time1s(p Params) float64 {
 	if p.SchedulePeriod == nil {
@@ -480,7 +464,7 @@ func TestVolcanoFidelity(t *testing.T) {
 		dir := filepath.Dir(f)
 		name := filepath.Base(dir)
 		t.Run(name, func(t *testing.T) {
-			if v := readVCMeta(t, filepath.Join(dir, "recorded.meta"))["volcano_version"]; v == "" {
+			if v := simtest.ReadMeta(t, filepath.Join(dir, "recorded.meta"))["volcano_version"]; v == "" {
 				t.Errorf("%s/recorded.meta names no volcano_version", dir)
 			}
 			r := replayVolcano(t, dir, false)

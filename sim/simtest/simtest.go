@@ -5,6 +5,7 @@ package simtest
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -151,4 +152,22 @@ func BenchJobs(n int) []sim.JobSpec {
 		jobs[i].Submit = t
 	}
 	return jobs
+}
+
+// ReadMeta reads a fidelity fixture's recorded.meta ("key: value" lines; the
+// value is everything after the first colon, trimmed), failing t when the
+// file cannot be read.
+func ReadMeta(t testing.TB, path string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			m[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return m
 }
