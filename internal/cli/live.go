@@ -17,6 +17,7 @@ import (
 	"github.com/gpusim/gpusim/calibrate"
 	"github.com/gpusim/gpusim/live"
 	"github.com/gpusim/gpusim/reports"
+	"github.com/gpusim/gpusim/scenarios"
 	"github.com/gpusim/gpusim/sim"
 )
 
@@ -171,25 +172,10 @@ func RunLive(ctx context.Context, io *IO, o *LiveOptions) error {
 	if o.Grace < 0 || o.Poll <= 0 {
 		return UsageErrorf("live: --grace must be >= 0 and --poll > 0")
 	}
-	sc, err := loadScenario(o.Scenario, false, o.Sets, nil)
+	sc, pi, err := o.scenarioPolicy()
 	if err != nil {
 		return err
 	}
-	if sc.Experiment != nil {
-		return UsageErrorf("%s: experiment: a fill experiment cannot run live", o.Scenario)
-	}
-	var sels []string
-	if o.Policy != "" {
-		sels = []string{o.Policy}
-	}
-	idx, err := sc.Select(sels)
-	if err != nil {
-		return UsageError(err)
-	}
-	if len(idx) != 1 {
-		return UsageErrorf("live: the scenario lists %d policies; choose one with --policy", len(idx))
-	}
-	pi := idx[0]
 	label := sc.Policies[pi].DisplayName()
 	probe, err := openProbe(o.CalibrateProbeOptions)
 	if err != nil {
@@ -313,4 +299,29 @@ func fileSafeLabel(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// scenarioPolicy loads the live run's scenario (with --set) and picks its one
+// policy entry (--policy, or the only one); a fill experiment or several
+// policies without --policy are usage errors.
+func (o *LiveOptions) scenarioPolicy() (*scenarios.Scenario, int, error) {
+	sc, err := loadScenario(o.Scenario, false, o.Sets, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	if sc.Experiment != nil {
+		return nil, 0, UsageErrorf("%s: experiment: a fill experiment cannot run live", o.Scenario)
+	}
+	var sels []string
+	if o.Policy != "" {
+		sels = []string{o.Policy}
+	}
+	idx, err := sc.Select(sels)
+	if err != nil {
+		return nil, 0, UsageError(err)
+	}
+	if len(idx) != 1 {
+		return nil, 0, UsageErrorf("live: the scenario lists %d policies; choose one with --policy", len(idx))
+	}
+	return sc, idx[0], nil
 }

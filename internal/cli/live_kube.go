@@ -83,23 +83,12 @@ func runLiveKube(ctx context.Context, io *IO, o *LiveOptions) error {
 	if k.GangTimeout <= 0 || k.RunFor < 0 || !(k.DefaultDurS > 0) {
 		return UsageErrorf("live: --gang-timeout and --default-duration must be > 0, --run-for >= 0")
 	}
-	sc, err := loadScenario(o.Scenario, false, o.Sets, nil)
+	sc, pi, err := o.scenarioPolicy()
 	if err != nil {
 		return err
 	}
-	var sels []string
-	if o.Policy != "" {
-		sels = []string{o.Policy}
-	}
-	idx, err := sc.Select(sels)
-	if err != nil {
-		return UsageError(err)
-	}
-	if len(idx) != 1 {
-		return UsageErrorf("live: the scenario lists %d policies; choose one with --policy", len(idx))
-	}
-	label := sc.Policies[idx[0]].DisplayName()
-	pol, err := sc.Policy(idx[0])
+	label := sc.Policies[pi].DisplayName()
+	pol, err := sc.Policy(pi)
 	if err != nil {
 		return UsageError(err)
 	}
@@ -157,7 +146,7 @@ func runLiveKube(ctx context.Context, io *IO, o *LiveOptions) error {
 	if result != nil && !o.NoSim && !k.Shadow && !k.DryRun {
 		// The simulated twin: the same jobs (submit times as observed) on
 		// the same cluster model.
-		pol, err := sc.Policy(idx[0])
+		pol, err := sc.Policy(pi)
 		if err != nil {
 			return UsageError(err)
 		}
