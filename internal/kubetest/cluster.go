@@ -227,18 +227,23 @@ func startProc(opt Options, name string, args ...string) (*proc, error) {
 }
 
 // stop sends SIGTERM and waits up to grace before SIGKILL.
-func (p *proc) stop(grace time.Duration) {
+func (p *proc) stop(grace time.Duration) { StopProcess(p.cmd, p.done, grace) }
+
+// StopProcess stops a started command whose waiter closes done when it has
+// exited: SIGTERM, then SIGKILL after grace; it returns once done is closed
+// (at once if it already is).
+func StopProcess(cmd *exec.Cmd, done <-chan struct{}, grace time.Duration) {
 	select {
-	case <-p.done:
+	case <-done:
 		return
 	default:
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case <-done:
 	case <-time.After(grace):
-		_ = p.cmd.Process.Kill()
-		<-p.done
+		_ = cmd.Process.Kill()
+		<-done
 	}
 }
 

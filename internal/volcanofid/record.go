@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -734,20 +733,7 @@ func startScheduler(opt Options, kubeconfig, conf string, period time.Duration) 
 }
 
 // stop sends SIGTERM to the scheduler's PID, then SIGKILL after 5 s.
-func (s *scheduler) stop() {
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(5 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
-}
+func (s *scheduler) stop() { kubetest.StopProcess(s.cmd, s.done, 5*time.Second) }
 
 // waitUntil polls ok every 100 ms until it holds, ctx ends or timeout passes.
 func waitUntil(ctx context.Context, timeout time.Duration, ok func() bool) error {

@@ -183,20 +183,7 @@ func startManager(ctx context.Context, bin, dir, host string, fixtureCfg map[str
 
 // stop sends SIGTERM to the manager's process (sh exec'd into the manager,
 // so the PID is the manager's) and SIGKILL after 5 s.
-func (m *manager) stop() {
-	select {
-	case <-m.done:
-		return
-	default:
-	}
-	_ = m.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-m.done:
-	case <-time.After(5 * time.Second):
-		_ = m.cmd.Process.Kill()
-		<-m.done
-	}
-}
+func (m *manager) stop() { kubetest.StopProcess(m.cmd, m.done, 5*time.Second) }
 
 // webhookGVRs are the admission webhook configuration resources.
 var webhookGVRs = map[string]schema.GroupVersionResource{
