@@ -26,6 +26,16 @@ type Allocator interface {
 	Allocate(v *sim.View, active []*sim.Job, want []int32) error
 }
 
+// Rater is an Allocator whose running jobs' throughput changes without a
+// resize (Pollux's batch size re-picked at each round and epoch boundary,
+// sim.Plan.AddRate). The driver calls Rerate at every one of its scheduling
+// points, after a round's decisions are applied (running: the jobs running
+// then, in JobRef order); Rerate sets rates with p.AddRate and may ask for
+// scheduling points between rounds with p.Wake (say, at an epoch boundary).
+type Rater interface {
+	Rerate(v *sim.View, p *sim.Plan, running []*sim.Job) error
+}
+
 // Driver is a sim.Policy that runs an Allocator at every multiple of Round
 // after time 0 (the first round is at Round, as the Pollux artifact's
 // simulator.py loop). At a round it applies the allocation in the artifact's
@@ -49,11 +59,13 @@ type Driver struct {
 
 	next   sim.Time
 	active []*sim.Job
-	want   []int32
-	order  []int
-	free   []int32
-	nodes  []sim.NodeID
-	gpus   []sim.GPUID
+	// running: the jobs handed to Rater.Rerate
+	running []*sim.Job
+	want    []int32
+	order   []int
+	free    []int32
+	nodes   []sim.NodeID
+	gpus    []sim.GPUID
 	// repack's plan: virtual free GPUs, planned nodes and GPUs, each job's
 	// spans in them, and which are applied
 	vfree   []bool
@@ -88,7 +100,7 @@ func (d *Driver) Schedule(v *sim.View, p *sim.Plan) error {
 	}
 	if now < d.next {
 		p.Wake(d.next)
-		return nil
+		return d.rerate(v, p)
 	}
 	d.next = sim.Time((sim.Duration(now)/d.round + 1) * d.round)
 	p.Wake(d.next)
@@ -98,7 +110,7 @@ func (d *Driver) Schedule(v *sim.View, p *sim.Plan) error {
 		d.active = append(d.active, j)
 	}
 	if len(d.active) == 0 {
-		return nil
+		return d.rerate(v, p)
 	}
 	slices.SortFunc(d.active, func(a, b *sim.Job) int { return int(a.Ref - b.Ref) })
 	d.want = slices.Grow(d.want[:0], len(d.active))[:len(d.active)]
@@ -149,7 +161,10 @@ func (d *Driver) Schedule(v *sim.View, p *sim.Plan) error {
 	c := v.Cluster()
 	if d.Repack {
 		if ok, err := d.repack(c, p, now); ok || err != nil {
-			return err
+			if err != nil {
+				return err
+			}
+			return d.rerate(v, p)
 		}
 	}
 	for _, i := range d.order {
@@ -175,7 +190,18 @@ func (d *Driver) Schedule(v *sim.View, p *sim.Plan) error {
 			return err
 		}
 	}
-	return nil
+	return d.rerate(v, p)
+}
+
+// rerate calls the allocator's Rerate (Rater) with the running jobs.
+func (d *Driver) rerate(v *sim.View, p *sim.Plan) error {
+	r, ok := d.alloc.(Rater)
+	if !ok {
+		return nil
+	}
+	d.running = append(d.running[:0], v.Running()...)
+	slices.SortFunc(d.running, func(a, b *sim.Job) int { return int(a.Ref - b.Ref) })
+	return r.Rerate(v, p, d.running)
 }
 
 // repack places the jobs of d.order (starts and changes, ascending target

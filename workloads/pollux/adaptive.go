@@ -1,0 +1,82 @@
+package pollux
+
+import (
+	"fmt"
+
+	"github.com/gpusim/gpusim/sim"
+)
+
+// Placement appends to dst[:0] the GPUs per node of a gang whose replicas run
+// on nodes (one GPU each), in the order the nodes first appear: the
+// placement of the artifact's Throughput.
+func Placement(nodes []sim.NodeID, dst []int) []int {
+	dst = dst[:0]
+	for i, n := range nodes {
+		first := true
+		for _, o := range nodes[:i] {
+			if o == n {
+				first = false
+				break
+			}
+		}
+		if !first {
+			continue
+		}
+		c := 0
+		for _, o := range nodes[i:] {
+			if o == n {
+				c++
+			}
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// AdaptiveRate is the job's rate (work units per µs of wall time, the
+// sim.ElasticRate scale) while it runs local batch atomic with accum
+// accumulation steps on placement (GPUs per node) in epoch `epoch`, as a
+// Pollux job that picks its own batch size does (simulator.py:Job.step):
+// its goodput gain(batch, epoch) / T(placement) over that of the tuned
+// configuration in the same epoch. Work units are µs of the tuned
+// configuration, so that a job's Duration is the same for every policy. It
+// also returns the observed step and sync times (the point the job's agent
+// reports, simulator.py:Job.update_params).
+func (m *ElasticModel) AdaptiveRate(placement []int, atomic, accum, epoch int) (rate, step, sync float64, err error) {
+	reps := 0
+	for _, v := range placement {
+		reps += v
+	}
+	st, sy, err := m.App.throughputAnywhere(placement, atomic)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	t := st + (st-sy)*float64(accum)
+	if !(t > 0) {
+		return 0, 0, 0, fmt.Errorf("pollux: %s: step time %v on %v", m.App.Name, t, placement)
+	}
+	g, err := m.gain(float64(reps*atomic*(accum+1)), epoch)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	ref, err := m.gain(m.refBatch, epoch)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return g * m.refT / (t * ref), st, sy, nil
+}
+
+// gain is the statistical efficiency gain of total batch b in epoch e
+// (simulator.py:Job.step: (var + sqr) / (var/scale + sqr)).
+func (m *ElasticModel) gain(b float64, e int) (float64, error) {
+	sqr, vr, err := m.App.GradStats(b, e)
+	if err != nil {
+		return 0, err
+	}
+	scale := b / float64(m.App.InitBatchSize)
+	return (vr + sqr) / (vr/scale + sqr), nil
+}
+
+// EpochEnd is the work (µs of the tuned configuration) at the end of epoch e
+// (0-based; the job's Duration for the last).
+func (m *ElasticModel) EpochEnd(e int) sim.Duration { return m.epochEnd[min(e, len(m.epochEnd)-1)] }
