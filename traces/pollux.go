@@ -113,6 +113,9 @@ func openPolluxAs(path, format string, opts ReadOptions) (JobReader, error) {
 				}
 				j.Replicas, j.GPUsPerReplica = int32(reps), 1
 				j.Elastic = &sim.ElasticSpec{Min: 1, Max: hi, Step: 1, Rate: m}
+				if format == FormatPolluxAdaptive {
+					j.Elastic.Rate = pollux.AdaptiveModel{ElasticModel: m}
+				}
 				j.Duration = m.Duration()
 				return j, nil
 			}

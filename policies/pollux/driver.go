@@ -45,6 +45,9 @@ type job struct {
 	// lets Pollux choose it from the job's goodput model.
 	targetBsz      int
 	targetReplicas int
+	// maxRepCap, when > 0, also bounds Pollux's max_replicas (the engine's
+	// elastic sizes, ElasticSpec.Max).
+	maxRepCap int
 
 	alloc     []int // node of each replica, as the policy returned it
 	placement []int // GPUs per node, in allocation order

@@ -143,6 +143,9 @@ func (p *polluxPolicy) optimize(now pm.Seconds, active []*job, prev [][]int, cfg
 		if j.app.Name == "ncf" {
 			q.maxRep = 1
 		}
+		if j.maxRepCap > 0 {
+			q.maxRep = min(q.maxRep, j.maxRepCap)
+		}
 		age := now - j.spec.Submit
 		q.factor = math.Max(age-p.restart*float64(max(j.restarts, 0)), 0) / (age + p.restart)
 		q.base = make([]int, cfg.Nodes)

@@ -36,6 +36,16 @@ type Rater interface {
 	Rerate(v *sim.View, p *sim.Plan, running []*sim.Job) error
 }
 
+// Placer is an Allocator that also chooses its jobs' nodes (Pollux's and
+// Sia's placements). With Repack on, the driver places each job whose count
+// changes on the nodes Place returns for it (index i of the last Allocate's
+// active jobs; a node once per replica), taking free GPUs there, instead of
+// the most-free-node rule; nil, or nodes without the GPUs, fall back to the
+// rule.
+type Placer interface {
+	Place(i int) []sim.NodeID
+}
+
 // Driver is a sim.Policy that runs an Allocator at every multiple of Round
 // after time 0 (the first round is at Round, as the Pollux artifact's
 // simulator.py loop). At a round it applies the allocation in the artifact's
@@ -232,6 +242,10 @@ func (d *Driver) repack(c *sim.Cluster, p *sim.Plan, now sim.Time) (bool, error)
 	for _, i := range d.order {
 		j := d.active[i]
 		n0, g0 := len(d.pn), len(d.pg)
+		if pl, ok := d.alloc.(Placer); ok && d.placeOn(c, &j.Spec, pl.Place(i), d.want[i]) {
+			d.span = append(d.span, [4]int{n0, len(d.pn), g0, len(d.pg)})
+			continue
+		}
 		if !d.placeVirtual(c, &j.Spec, d.want[i]) {
 			return false, nil
 		}
@@ -289,6 +303,42 @@ func (d *Driver) gpusReady(c *sim.Cluster, j *sim.Job, gpus []sim.GPUID) bool {
 		}
 	}
 	return true
+}
+
+// placeOn appends to d.pn and d.pg k replicas of s on the given nodes (one
+// entry per replica) from the virtual free GPUs d.vfree, taking them; false,
+// having taken none, when nodes is not k long or lacks the GPUs.
+func (d *Driver) placeOn(c *sim.Cluster, s *sim.JobSpec, nodes []sim.NodeID, k int32) bool {
+	if len(nodes) != int(k) {
+		return false
+	}
+	n0, g0 := len(d.pn), len(d.pg)
+	for _, id := range nodes {
+		if id < 0 || int(id) >= c.NumNodes() || !s.AllowsModel(c.Node(id).GPUModel) {
+			break
+		}
+		first, end := c.NodeGPUs(id)
+		got := int32(0)
+		for gpu := first; gpu < end && got < s.GPUsPerReplica; gpu++ {
+			if d.vfree[gpu] {
+				d.vfree[gpu] = false
+				d.pg = append(d.pg, gpu)
+				got++
+			}
+		}
+		d.pn = append(d.pn, id)
+		if got < s.GPUsPerReplica {
+			break
+		}
+	}
+	if len(d.pg)-g0 == int(k*s.GPUsPerReplica) {
+		return true
+	}
+	for _, g := range d.pg[g0:] {
+		d.vfree[g] = true
+	}
+	d.pn, d.pg = d.pn[:n0], d.pg[:g0]
+	return false
 }
 
 // placeVirtual appends to d.pn and d.pg k replicas of s on the virtual free

@@ -2,6 +2,7 @@ package pollux
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/gpusim/gpusim/sim"
 )
@@ -80,3 +81,28 @@ func (m *ElasticModel) gain(b float64, e int) (float64, error) {
 // EpochEnd is the work (µs of the tuned configuration) at the end of epoch e
 // (0-based; the job's Duration for the last).
 func (m *ElasticModel) EpochEnd(e int) sim.Duration { return m.epochEnd[min(e, len(m.epochEnd)-1)] }
+
+// AdaptiveModel is the rate model of trace format pollux-adaptive: an
+// ElasticModel for jobs whose policy picks their batch size (and sets their
+// rate with sim.Plan.AddRate). Its Rate, which the engine uses at a start or
+// resize until the policy re-rates the job, is the fixed-batch Rate where the
+// profiles give the tuned batch a step time on that placement, else the rate
+// at the smallest batch (min_local_bsz per replica, at most max_batch_size)
+// in epoch 0.
+type AdaptiveModel struct{ *ElasticModel }
+
+// Rate implements sim.ElasticRate.
+func (m AdaptiveModel) Rate(nodes []sim.NodeID) float64 {
+	if r := m.ElasticModel.Rate(nodes); r > 0 {
+		return r
+	}
+	a := m.App
+	reps := len(nodes)
+	batch := min(a.MinLocalBsz*reps, a.MaxBatchSize)
+	atomic, accum := a.FixedBatch(batch, reps)
+	r, _, _, err := m.AdaptiveRate(Placement(nodes, nil), atomic, accum, 0)
+	if err != nil || !(r > 0) {
+		return math.NaN()
+	}
+	return r
+}
