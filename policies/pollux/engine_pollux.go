@@ -116,6 +116,49 @@ func (g *agent) rate(epoch int) (rate, step, sync float64, err error) {
 	return g.m.AdaptiveRate(g.place, jb.atomic, jb.accum, epoch)
 }
 
+// observe reports the step time and gradient statistics the job saw in
+// epoch ran at its batch size and placement (refitting its model when the
+// point is new, simulator.py:Job.update_params) and re-picks its batch size
+// (Job.update_local_bsz).
+func (g *agent) observe(j *sim.Job, ran int) error {
+	jb := g.j
+	_, st, sy, err := g.rate(ran)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", j, err)
+	}
+	batch := float64(len(j.Nodes) * jb.atomic * (jb.accum + 1))
+	sqr, vr, err := jb.app.GradStats(batch, ran)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", j, err)
+	}
+	jb.updateParams(len(g.place), len(j.Nodes), jb.atomic, st, sy, sqr, vr)
+	jb.updateLocalBsz()
+	return nil
+}
+
+// report is the agents' part of a round before the optimiser runs: every
+// running job past its restart reports what it observed since the last
+// call and re-picks its batch size (simulator.py runs every job's step for
+// the interval before the policy's optimize).
+func (a *agents) report(v *sim.View) error {
+	now := v.Now()
+	for _, j := range v.Running() {
+		g, err := a.get(j)
+		if err != nil {
+			return err
+		}
+		if !j.Resizable(now) || g.nodes == nil {
+			continue
+		}
+		epoch := g.m.Epoch(v.WorkDone(j.Ref))
+		g.j.epoch = epoch
+		if err := g.observe(j, epoch); err != nil {
+			return fmt.Errorf("%s: %w", a.name, err)
+		}
+	}
+	return nil
+}
+
 // agents keeps the engine jobs' agents (indexed by JobRef) and their
 // attained service.
 type agents struct {
@@ -173,13 +216,13 @@ func (a *agents) account(v *sim.View) error {
 	return nil
 }
 
-// rerate is the agents' part of a scheduling point (rounds.Rater): each
-// running job whose placement changed restarts (restarts+1, batch size
-// re-picked for it, simulator.py:Job.reallocate); at a round, a job past its
-// restart reports the step time it observed (refitting its model) and
-// re-picks its batch size; between rounds, a job that crossed an epoch
-// boundary re-picks it (simulator.py:Job.step calls update_local_bsz at
-// every epoch boundary and at the end of every interval). Each job's rate is
+// rerate is the agents' part of a scheduling point after the round's
+// decisions (rounds.Rater): each running job whose placement changed
+// restarts (restarts+1, batch size re-picked for it,
+// simulator.py:Job.reallocate); between rounds, a job that crossed an epoch
+// boundary reports and re-picks (simulator.py:Job.step calls
+// update_local_bsz at every epoch boundary and at the end of every
+// interval; the end of an interval is report, before the optimiser). Each job's rate is
 // then its goodput at that batch size (ElasticModel.AdaptiveRate), and a
 // scheduling point is asked for at its next epoch boundary.
 func (a *agents) rerate(v *sim.View, p *sim.Plan, running []*sim.Job, next sim.Time) error {
@@ -205,7 +248,8 @@ func (a *agents) rerate(v *sim.View, p *sim.Plan, running []*sim.Job, next sim.T
 		a.tmp = append(a.tmp[:0], j.Nodes...)
 		slices.Sort(a.tmp)
 		changed := g.nodes == nil || !slices.Equal(a.tmp, g.nodes)
-		crossed := epoch != jb.epoch
+		ran := jb.epoch // the epoch the job ran in since the last call
+		crossed := epoch != ran
 		jb.epoch = epoch
 		jb.placement = g.place
 		switch {
@@ -213,21 +257,13 @@ func (a *agents) rerate(v *sim.View, p *sim.Plan, running []*sim.Job, next sim.T
 			g.nodes = append(g.nodes[:0], a.tmp...)
 			jb.restarts++
 			jb.updateLocalBsz()
-		case now == a.round && j.Resizable(now):
-			// the step time observed since the last report
-			_, st, sy, err := g.rate(epoch)
-			if err != nil {
-				return fmt.Errorf("%s: job %s: %w", a.name, j, err)
-			}
-			batch := float64(len(j.Nodes) * jb.atomic * (jb.accum + 1))
-			sqr, vr, err := jb.app.GradStats(batch, epoch)
-			if err != nil {
-				return fmt.Errorf("%s: job %s: %w", a.name, j, err)
-			}
-			jb.updateParams(len(g.place), len(j.Nodes), jb.atomic, st, sy, sqr, vr)
-			jb.updateLocalBsz()
 		case crossed:
-			jb.updateLocalBsz()
+			// at an epoch boundary: report the step time and gradient
+			// statistics of the epoch just finished and re-pick, as
+			// Job.step's loop does
+			if err := g.observe(j, ran); err != nil {
+				return fmt.Errorf("%s: %w", a.name, err)
+			}
 		}
 		rate, _, _, err := g.rate(epoch)
 		if err != nil {
@@ -276,6 +312,9 @@ func (o *enginePollux) Place(i int) []sim.NodeID {
 // previous allocation.
 func (o *enginePollux) Allocate(v *sim.View, active []*sim.Job, want []int32) error {
 	if err := o.account(v); err != nil {
+		return err
+	}
+	if err := o.report(v); err != nil {
 		return err
 	}
 	o.round = v.Now()
