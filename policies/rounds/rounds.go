@@ -38,10 +38,12 @@ type Rater interface {
 
 // Placer is an Allocator that also chooses its jobs' nodes (Pollux's and
 // Sia's placements). With Repack on, the driver places each job whose count
-// changes on the nodes Place returns for it (index i of the last Allocate's
-// active jobs; a node once per replica), taking free GPUs there, instead of
-// the most-free-node rule; nil, or nodes without the GPUs, fall back to the
-// rule.
+// changes, or that Place moves to other nodes at the same count, on the nodes
+// Place returns for it (index i of the last Allocate's active jobs; a node
+// once per replica; nil: keep the job where it is), taking free GPUs there,
+// instead of the most-free-node rule; nodes without the GPUs fall back to
+// the rule. A job moved at the same count ends its lease and starts on its
+// new nodes (paying the restore instead of the rescale delay).
 type Placer interface {
 	Place(i int) []sim.NodeID
 }
@@ -69,6 +71,7 @@ type Driver struct {
 
 	next   sim.Time
 	active []*sim.Job
+	cmp    []sim.NodeID // moved's scratch
 	// running: the jobs handed to Rater.Rerate
 	running []*sim.Job
 	want    []int32
@@ -163,7 +166,7 @@ func (d *Driver) Schedule(v *sim.View, p *sim.Plan) error {
 	d.order = d.order[:0]
 	for i, j := range d.active {
 		w := d.want[i]
-		if w > 0 && (j.State == sim.StatePending || j.State == sim.StateRunning && w != int32(len(j.Nodes)) && j.Resizable(now) && (d.Repack || w > int32(len(j.Nodes)))) {
+		if w > 0 && (j.State == sim.StatePending || j.State == sim.StateRunning && (w != int32(len(j.Nodes)) || d.moved(i, j)) && j.Resizable(now) && (d.Repack || w > int32(len(j.Nodes)))) {
 			d.order = append(d.order, i)
 		}
 	}
@@ -263,9 +266,15 @@ func (d *Driver) repack(c *sim.Cluster, p *sim.Plan, now sim.Time) (bool, error)
 				continue
 			}
 			var err error
-			if j.State == sim.StateRunning {
+			switch {
+			case j.State == sim.StateRunning && d.want[i] == int32(len(j.Nodes)):
+				// moved at the same size (Placer): a lease end and a start
+				if err = p.AddPreempt(j.Ref, sim.PreemptLease, "round"); err == nil {
+					err = p.AddStart(j.Ref, d.pn[sp[0]:sp[1]], gpus)
+				}
+			case j.State == sim.StateRunning:
 				err = p.AddResize(j.Ref, d.want[i], d.pn[sp[0]:sp[1]], gpus)
-			} else {
+			default:
 				err = p.AddStart(j.Ref, d.pn[sp[0]:sp[1]], gpus)
 			}
 			if err != nil {
@@ -303,6 +312,24 @@ func (d *Driver) gpusReady(c *sim.Cluster, j *sim.Job, gpus []sim.GPUID) bool {
 		}
 	}
 	return true
+}
+
+// moved reports whether a Placer moves running job j (active[i]) at its
+// current count to other nodes (as a multiset).
+func (d *Driver) moved(i int, j *sim.Job) bool {
+	pl, ok := d.alloc.(Placer)
+	if !ok || !d.Repack {
+		return false
+	}
+	nodes := pl.Place(i)
+	if len(nodes) != len(j.Nodes) {
+		return false
+	}
+	d.cmp = append(append(d.cmp[:0], nodes...), j.Nodes...)
+	a, b := d.cmp[:len(nodes)], d.cmp[len(nodes):]
+	slices.Sort(a)
+	slices.Sort(b)
+	return !slices.Equal(a, b)
 }
 
 // placeOn appends to d.pn and d.pg k replicas of s on the given nodes (one
