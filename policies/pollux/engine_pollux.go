@@ -244,7 +244,7 @@ func (a *agents) rerate(v *sim.View, p *sim.Plan, running []*sim.Job, next sim.T
 		jb := g.j
 		done := v.WorkDone(j.Ref)
 		epoch := g.m.Epoch(done)
-		g.place = pm.Placement(j.Nodes, g.place)
+		g.place = pm.Profiled(pm.Placement(j.Nodes, g.place))
 		a.tmp = append(a.tmp[:0], j.Nodes...)
 		slices.Sort(a.tmp)
 		changed := g.nodes == nil || !slices.Equal(a.tmp, g.nodes)
@@ -308,8 +308,10 @@ func (o *enginePollux) Place(i int) []sim.NodeID {
 }
 
 // Allocate implements rounds.Allocator: the standalone optimiser on the
-// cluster's nodes (all of one GPU count), each job's current nodes as its
-// previous allocation.
+// cluster's nodes, each job's current nodes as its previous allocation. On
+// nodes of different sizes each keeps its own capacity and the dominant
+// share uses the largest; GPU models are ignored (Pollux is
+// heterogeneity-unaware, as Sia's pollux_unaware.py).
 func (o *enginePollux) Allocate(v *sim.View, active []*sim.Job, want []int32) error {
 	if err := o.account(v); err != nil {
 		return err
@@ -320,9 +322,14 @@ func (o *enginePollux) Allocate(v *sim.View, active []*sim.Job, want []int32) er
 	o.round = v.Now()
 	c := v.Cluster()
 	per := int(c.MaxGPUsPerNode())
+	var caps []int
 	for n := range c.NumNodes() {
-		if f, e := c.NodeGPUs(sim.NodeID(n)); int(e-f) != per {
-			return fmt.Errorf("pollux: node %s has %d GPUs, others %d: the engine's Pollux needs nodes of one size (use sia on heterogeneous clusters)", c.Node(sim.NodeID(n)).Name, e-f, per)
+		if f, e := c.NodeGPUs(sim.NodeID(n)); int(e-f) != per && caps == nil {
+			caps = make([]int, c.NumNodes())
+			for m := range caps {
+				f, e := c.NodeGPUs(sim.NodeID(m))
+				caps[m] = int(e - f)
+			}
 		}
 	}
 	o.active, o.prev = o.active[:0], o.prev[:0]
@@ -340,7 +347,7 @@ func (o *enginePollux) Allocate(v *sim.View, active []*sim.Job, want []int32) er
 		}
 		o.prev = append(o.prev, prev)
 	}
-	out, err := o.pol.optimize(sim.Duration(o.round).Seconds(), o.active, o.prev, Config{Nodes: c.NumNodes(), GPUsPerNode: per})
+	out, err := o.pol.optimize(sim.Duration(o.round).Seconds(), o.active, o.prev, Config{Nodes: c.NumNodes(), GPUsPerNode: per, NodeGPUs: caps})
 	if err != nil {
 		return fmt.Errorf("pollux: %w", err)
 	}

@@ -86,6 +86,7 @@ type polluxRound struct {
 	jobs     []*pjob
 	nodes    int
 	perNode  int
+	caps     []int   // GPUs per node when they differ (Config.NodeGPUs); nil: perNode each
 	share    float64 // dominant share × nodes
 	maxNodes int
 	p        float64 // fairness power (polluxPolicy.p)
@@ -122,7 +123,13 @@ func (p *polluxPolicy) optimize(now pm.Seconds, active []*job, prev [][]int, cfg
 	nj := len(active)
 	totalGPUs := cfg.Nodes * cfg.GPUsPerNode
 	fairRep := int(math.Ceil(float64(totalGPUs) / float64(nj)))
-	pr := &polluxRound{nodes: cfg.Nodes, perNode: cfg.GPUsPerNode, share: 1 / float64(cfg.GPUsPerNode), maxNodes: 16, p: p.p}
+	pr := &polluxRound{nodes: cfg.Nodes, perNode: cfg.GPUsPerNode, share: 1 / float64(cfg.GPUsPerNode), maxNodes: 16, p: p.p, caps: cfg.NodeGPUs}
+	if cfg.NodeGPUs != nil {
+		totalGPUs = 0
+		for _, g := range cfg.NodeGPUs {
+			totalGPUs += g
+		}
+	}
 	// Pollux's job order: attained service, then submission time.
 	order := make([]int, nj)
 	for i := range order {
@@ -200,7 +207,7 @@ func (pr *polluxRound) usage(state [][]int) (free, dist []int) {
 	free = make([]int, pr.nodes)
 	dist = make([]int, pr.nodes)
 	for x := range free {
-		free[x] = pr.perNode
+		free[x] = pr.capOf(x)
 		dist[x] = -1
 	}
 	for i, row := range state {
@@ -220,13 +227,33 @@ func (pr *polluxRound) usage(state [][]int) (free, dist []int) {
 	return free, dist
 }
 
+// capOf is node x's GPUs.
+func (pr *polluxRound) capOf(x int) int {
+	if pr.caps != nil {
+		return pr.caps[x]
+	}
+	return pr.perNode
+}
+
+// totalGPUs is the cluster's GPUs.
+func (pr *polluxRound) totalGPUs() int {
+	if pr.caps == nil {
+		return pr.nodes * pr.perNode
+	}
+	t := 0
+	for _, g := range pr.caps {
+		t += g
+	}
+	return t
+}
+
 func nodesOf(r, perNode int) int { return (r + perNode - 1) / perNode }
 
 // construct is steps (1) and (2): sizes by marginal gain per GPU, then packing.
 func (pr *polluxRound) construct() [][]int {
 	nj := len(pr.jobs)
 	reps := make([]int, nj)
-	gpus := pr.nodes * pr.perNode
+	gpus := pr.totalGPUs()
 	sizeTerm := func(i, r int) float64 {
 		q := pr.jobs[i]
 		n := nodesOf(r, pr.perNode)
@@ -274,7 +301,7 @@ func (pr *polluxRound) pack(reps []int) [][]int {
 	free := make([]int, pr.nodes)
 	dist := make([]int, pr.nodes)
 	for x := range free {
-		free[x] = pr.perNode
+		free[x] = pr.capOf(x)
 		dist[x] = -1
 	}
 	placed := make([]bool, len(reps))
@@ -393,7 +420,7 @@ func (pr *polluxRound) climb(state [][]int) {
 	for i := range pr.jobs {
 		terms[i] = pr.term(i, state[i])
 	}
-	for iter := 0; iter < 4*pr.nodes*pr.perNode; iter++ {
+	for iter := 0; iter < 4*pr.totalGPUs(); iter++ {
 		free, dist := pr.usage(state)
 		bi, bx, bdv, bgain, bterm := -1, -1, 0, 1e-12, 0.0
 		for i, q := range pr.jobs {

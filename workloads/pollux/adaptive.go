@@ -3,6 +3,7 @@ package pollux
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/gpusim/gpusim/sim"
 )
@@ -32,6 +33,25 @@ func Placement(nodes []sim.NodeID, dst []int) []int {
 		dst = append(dst, c)
 	}
 	return dst
+}
+
+// ProfiledNodeGPUs is the most GPUs per node of the artifact's profiles
+// (AWS g4dn.12xlarge, 4 T4).
+const ProfiledNodeGPUs = 4
+
+// Profiled rewrites placement in place so that no node holds more than
+// ProfiledNodeGPUs (a node of 8 counts as two of 4, and so on): the
+// profiles know nothing larger, so the engine models a job on bigger nodes
+// as if on nodes of 4 (docs/pollux.md, known differences). It returns the
+// rewritten slice.
+func Profiled(placement []int) []int {
+	for i := 0; i < len(placement); i++ {
+		if v := placement[i]; v > ProfiledNodeGPUs {
+			placement[i] = ProfiledNodeGPUs
+			placement = slices.Insert(placement, i+1, v-ProfiledNodeGPUs)
+		}
+	}
+	return placement
 }
 
 // AdaptiveRate is the job's rate (work units per µs of wall time, the
@@ -88,19 +108,20 @@ func (m *ElasticModel) EpochEnd(e int) sim.Duration { return m.epochEnd[min(e, l
 // resize until the policy re-rates the job, is the fixed-batch Rate where the
 // profiles give the tuned batch a step time on that placement, else the rate
 // at the smallest batch (min_local_bsz per replica, at most max_batch_size)
-// in epoch 0.
+// in epoch 0; either on nodes of at most ProfiledNodeGPUs (Profiled).
 type AdaptiveModel struct{ *ElasticModel }
 
 // Rate implements sim.ElasticRate.
 func (m AdaptiveModel) Rate(nodes []sim.NodeID) float64 {
-	if r := m.ElasticModel.Rate(nodes); r > 0 {
+	p := Profiled(Placement(nodes, nil))
+	if r := m.rateOn(p); r > 0 {
 		return r
 	}
 	a := m.App
 	reps := len(nodes)
 	batch := min(a.MinLocalBsz*reps, a.MaxBatchSize)
 	atomic, accum := a.FixedBatch(batch, reps)
-	r, _, _, err := m.AdaptiveRate(Placement(nodes, nil), atomic, accum, 0)
+	r, _, _, err := m.AdaptiveRate(p, atomic, accum, 0)
 	if err != nil || !(r > 0) {
 		return math.NaN()
 	}

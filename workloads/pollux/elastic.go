@@ -59,8 +59,15 @@ func (m *ElasticModel) Duration() sim.Duration { return m.epochEnd[len(m.epochEn
 // in the order the nodes first appear), both under the fixed-batch rule of
 // simulator.py:Job.update_local_bsz. NaN when the profiles give no step time.
 func (m *ElasticModel) Rate(nodes []sim.NodeID) float64 {
-	p := Placement(nodes, nil)
-	reps := len(nodes)
+	return m.rateOn(Placement(nodes, nil))
+}
+
+// rateOn is Rate on placement p (GPUs per node).
+func (m *ElasticModel) rateOn(p []int) float64 {
+	reps := 0
+	for _, v := range p {
+		reps += v
+	}
 	atomic, accum := m.App.FixedBatch(m.BatchSize, reps)
 	st, sy, err := m.App.throughputAnywhere(p, atomic)
 	t := st + (st-sy)*float64(accum)
