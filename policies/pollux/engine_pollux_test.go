@@ -158,3 +158,36 @@ func TestEnginePolluxOrdering(t *testing.T) {
 		t.Errorf("mean JCT pollux %.1f, tiresias %.1f, optimus %.1f: want pollux < tiresias < optimus", px, tr, op)
 	}
 }
+
+// BenchmarkEnginePollux runs the engine's Pollux on all 8 load-1.0 workloads
+// (format pollux-adaptive, 16 × 4 GPUs) and reports the mean JCT ratio to
+// the published one.
+//
+//	go test ./policies/pollux -run '^$' -bench 'BenchmarkEngine(Pollux|Sia|Optimus)$' -benchtime 1x
+func BenchmarkEnginePollux(b *testing.B) {
+	for b.Loop() {
+		r := 0.0
+		for w := 1; w <= 8; w++ {
+			r += engineMeanJCT(b, newEnginePollux(b), traces.FormatPolluxAdaptive, "1.0", w) / pollux.Published[[2]string{"pollux", "1.0"}][w-1] / 8
+		}
+		b.ReportMetric(r, "pollux/published")
+	}
+}
+
+// BenchmarkEngineSia runs Sia on the same 8 workloads and homogeneous
+// cluster (one GPU type: Sia's configurations and goodputs without the
+// heterogeneity) and reports its mean JCT ratio to Pollux's published one
+// (Sia's Table 4: on a homogeneous cluster Sia ≈ Pollux).
+func BenchmarkEngineSia(b *testing.B) {
+	for b.Loop() {
+		r := 0.0
+		for w := 1; w <= 8; w++ {
+			p, err := pollux.NewSia(pollux.SiaParams{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			r += engineMeanJCT(b, p, traces.FormatPolluxAdaptive, "1.0", w) / pollux.Published[[2]string{"pollux", "1.0"}][w-1] / 8
+		}
+		b.ReportMetric(r, "sia/published-pollux")
+	}
+}
