@@ -53,7 +53,7 @@ func TestAdaptiveRateByHand(t *testing.T) {
 	}
 }
 
-// TestNDCornerByHand: at the largest node and replica counts the
+// TestNDCornerByHand: atAnywhere at the largest node and replica counts the
 // interpolation is linear in the local batch along the points there (10 →
 // (1, 0.5), 20 → (3, 1.5)): batch 15 gives (2, 1), also 10⁻⁶ off the corner
 // as throughputAnywhere queries it; batch 25 is outside.
@@ -61,12 +61,12 @@ func TestNDCornerByHand(t *testing.T) {
 	in := newNDInterp([][3]float64{{1, 1, 10}, {1, 1, 20}, {2, 2, 10}, {2, 4, 10}, {2, 4, 20}},
 		[][2]float64{{9, 9}, {9, 9}, {9, 9}, {1, 0.5}, {3, 1.5}})
 	for _, q := range [][3]float64{{2, 4, 15}, {2 - 1.1e-6, 4 - 0.7e-6, 15}} {
-		y, ok := in.at(q)
+		y, ok := in.atAnywhere(q)
 		if !ok || math.Abs(y[0]-2) > 1e-12 || math.Abs(y[1]-1) > 1e-12 {
 			t.Errorf("at %v = %v %v, want (2, 1)", q, y, ok)
 		}
 	}
-	if _, ok := in.at([3]float64{2, 4, 25}); ok {
+	if _, ok := in.atAnywhere([3]float64{2, 4, 25}); ok {
 		t.Error("batch 25 at the corner: ok, want outside")
 	}
 }

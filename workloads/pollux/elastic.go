@@ -126,7 +126,7 @@ func (a *App) throughputAnywhere(placement []int, localBsz int) (step, sync floa
 			}
 			q2[i] = q[i] + d
 		}
-		y, ok = a.nd.at(q2)
+		y, ok = a.nd.atAnywhere(q2)
 	}
 	if !ok {
 		return 0, 0, fmt.Errorf("pollux: %s: (%d nodes, %d GPUs, local batch %d) outside the profiled shapes", a.Name, k.nodes, reps, localBsz)

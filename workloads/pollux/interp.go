@@ -48,15 +48,6 @@ func (in *ndInterp) at(q [3]float64) (y [2]float64, ok bool) {
 			return y, false
 		}
 	}
-	// Near the corner of most nodes and most replicas the hull is the
-	// segment of the local batches profiled at that corner, and the
-	// interpolation is linear along it. gonum's simplex can cycle forever on
-	// the degenerate LP there (imagenet at 16 nodes, 64 GPUs, local batch
-	// 183), so such a query (at most 1e-3 from the corner) is answered on the
-	// segment directly: outside it, not ok.
-	if q[0] > in.hi[0]-1e-3 && q[1] > in.hi[1]-1e-3 {
-		return in.corner(q[2])
-	}
 	// An exact data point needs no LP.
 	for i, p := range in.pts {
 		if p == q {
@@ -110,6 +101,21 @@ func (in *ndInterp) at(q [3]float64) (y [2]float64, ok bool) {
 	y[0] /= sum
 	y[1] /= sum
 	return y, true
+}
+
+// atAnywhere is at for the engine's elastic queries (throughputAnywhere).
+// Near the corner of most nodes and most replicas the hull is the segment of
+// the local batches profiled at that corner, and the interpolation is linear
+// along it; gonum's simplex can cycle forever on the degenerate LP there
+// (imagenet at 16 nodes, 64 GPUs, local batch 183, moved by 10⁻⁶), so such a
+// query (at most 1e-3 from the corner) is answered on the segment: outside
+// it, not ok. at itself (the standalone reproduction's exact queries) is
+// unchanged.
+func (in *ndInterp) atAnywhere(q [3]float64) (y [2]float64, ok bool) {
+	if q[0] > in.hi[0]-1e-3 && q[1] > in.hi[1]-1e-3 && q[0] <= in.hi[0] && q[1] <= in.hi[1] {
+		return in.corner(q[2])
+	}
+	return in.at(q)
 }
 
 // corner interpolates linearly in local batch b among the points at the
