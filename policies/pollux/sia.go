@@ -178,10 +178,7 @@ func (s *siaAlloc) Allocate(v *sim.View, active []*sim.Job, want []int32) error 
 		s.cost = append(s.cost, row)
 		s.cur = append(s.cur, cur)
 	}
-	s.pick = siaSolve(s.cost, s.confs, s.types, s.lambdaN, nil)
-	if keep := siaSolve(s.cost, s.confs, s.types, s.lambdaN, s.cur); siaObjective(s.cost, keep, s.lambdaN) < siaObjective(s.cost, s.pick, s.lambdaN) {
-		s.pick = keep
-	}
+	s.pick = siaBest(s.cost, s.confs, s.types, s.lambdaN, s.cur)
 	s.place(c, active)
 	for i := range active {
 		if k := s.pick[i]; k >= 0 {
@@ -326,6 +323,12 @@ func (s *siaAlloc) configOf(c *sim.Cluster, nodes []sim.NodeID) int {
 // standalone Pollux keeps the better of its construction and "keep and
 // admit").
 func siaSolve(cost [][]float64, confs []siaConfig, types []siaType, lambdaN float64, start []int) []int {
+	return siaGreedy(cost, confs, types, lambdaN, start, true)
+}
+
+// siaGreedy is siaSolve's loop; perGPU false ranks moves by their whole
+// decrease instead of the decrease per GPU added.
+func siaGreedy(cost [][]float64, confs []siaConfig, types []siaType, lambdaN float64, start []int, perGPU bool) []int {
 	pick := make([]int, len(cost))
 	free := make([]int, len(types))
 	for t, ty := range types {
@@ -377,8 +380,12 @@ func siaSolve(cost [][]float64, confs []siaConfig, types []siaType, lambdaN floa
 					}
 					continue
 				}
-				if bestFree == 0 && dec/float64(added) > bestRate {
-					bi, bk, bestRate = i, k, dec/float64(added)
+				rate := dec / float64(added)
+				if !perGPU {
+					rate = dec
+				}
+				if bestFree == 0 && rate > bestRate {
+					bi, bk, bestRate = i, k, rate
 				}
 			}
 		}
@@ -392,6 +399,22 @@ func siaSolve(cost [][]float64, confs []siaConfig, types []siaType, lambdaN floa
 		free[confs[bk].t] -= confs[bk].r
 	}
 	return pick
+}
+
+// siaBest is the best of siaGreedy from no allocation (by decrease per GPU
+// and by whole decrease) and from the current allocation cur (per GPU).
+func siaBest(cost [][]float64, confs []siaConfig, types []siaType, lambdaN float64, cur []int) []int {
+	best := siaGreedy(cost, confs, types, lambdaN, nil, true)
+	bv := siaObjective(cost, best, lambdaN)
+	for _, c := range []struct {
+		start  []int
+		perGPU bool
+	}{{nil, false}, {cur, true}} {
+		if p := siaGreedy(cost, confs, types, lambdaN, c.start, c.perGPU); siaObjective(cost, p, lambdaN) < bv {
+			best, bv = p, siaObjective(cost, p, lambdaN)
+		}
+	}
+	return best
 }
 
 // siaObjective is Σ cost of the picks + lambdaN per job without one.
