@@ -37,10 +37,12 @@ import (
 //     deepspeech2 25 s, yolov3 45 s, other 30 s);
 //   - choose at most one configuration per job within each type's GPUs,
 //     minimising Σ round(G^p, 2) (clipped at 3000) + λn·(jobs without GPUs),
-//     p = −0.5, λn = 1.1. sia.py solves this MILP with CBC; we use a greedy
-//     (siaSolve): repeatedly the move (a job to another configuration) with
-//     the largest objective decrease per GPU added (moves that add no GPU
-//     first), until none improves;
+//     p = −0.5, λn = 1.1. sia.py solves this MILP with CBC; we solve it
+//     exactly by dynamic programming over the GPUs used per type (siaDP)
+//     when that is small enough (siaDPBudget), else greedily (siaBest):
+//     repeatedly the move (a job to another configuration) with the largest
+//     objective decrease per GPU added (moves that add no GPU first), until
+//     none improves;
 //   - placement (sia.py's alloc_to_placement_fast): jobs that keep their
 //     configuration stay; the others, largest first, take whole free nodes of
 //     their type for each full node, the rest on the fullest node of the type
@@ -62,7 +64,7 @@ type SiaParams struct {
 func init() {
 	policies.Register(policies.Info{
 		Name:    "sia",
-		Summary: "Sia (SOSP'23): rounds of 60 s; per job and (GPU type, nodes, GPUs) configuration the Pollux goodput scaled by the type's throughput, normalised, with Sia's re-allocation factor; one configuration per job minimising Σ G^p + λn·unallocated (p = −0.5, λn = 1.1) by a greedy in place of the MILP; jobs re-pick their batch size (Plan.AddRate). Jobs: trace format pollux-adaptive (docs/pollux.md).",
+		Summary: "Sia (SOSP'23): rounds of 60 s; per job and (GPU type, nodes, GPUs) configuration the Pollux goodput scaled by the type's throughput, normalised, with Sia's re-allocation factor; one configuration per job minimising Σ G^p + λn·unallocated (p = −0.5, λn = 1.1), the MILP solved exactly by dynamic programming (greedily when too large); jobs re-pick their batch size (Plan.AddRate). Jobs: trace format pollux-adaptive (docs/pollux.md).",
 		Params:  "round (60s); p (-0.5); lambdaN (1.1); restartPenalty (per application: cifar10 30s, imagenet 250s, bert 120s, deepspeech2 25s, yolov3 45s, else 30s)",
 	}, func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
 		var p SiaParams
@@ -178,7 +180,11 @@ func (s *siaAlloc) Allocate(v *sim.View, active []*sim.Job, want []int32) error 
 		s.cost = append(s.cost, row)
 		s.cur = append(s.cur, cur)
 	}
-	s.pick = siaBest(s.cost, s.confs, s.types, s.lambdaN, s.cur)
+	if pick, ok := siaDP(s.cost, s.confs, s.types, s.lambdaN, siaDPBudget); ok {
+		s.pick = pick
+	} else {
+		s.pick = siaBest(s.cost, s.confs, s.types, s.lambdaN, s.cur)
+	}
 	s.place(c, active)
 	for i := range active {
 		if k := s.pick[i]; k >= 0 {
@@ -399,6 +405,90 @@ func siaGreedy(cost [][]float64, confs []siaConfig, types []siaType, lambdaN flo
 		free[confs[bk].t] -= confs[bk].r
 	}
 	return pick
+}
+
+// siaDPBudget bounds siaDP's work (states × jobs × (configurations + 1)):
+// one GPU type of 64 GPUs and 160 jobs is about 0.2 M; Sia's heterogeneous
+// cluster (24, 16 and 24 GPUs) is 10.6 k states, over budget from 20 jobs.
+const siaDPBudget = 4_000_000
+
+// siaDP solves sia.py's MILP exactly by dynamic programming over the GPUs
+// used per type (a multiple-choice knapsack with one capacity per type): jobs
+// in order, each taking no configuration (cost lambdaN) or one that fits,
+// keeping per state the least objective (ties: the first found, no
+// configuration before configurations in order). It reports false, doing
+// nothing, when the states × jobs × (configurations + 1) exceed budget.
+func siaDP(cost [][]float64, confs []siaConfig, types []siaType, lambdaN float64, budget int) ([]int, bool) {
+	nt := len(types)
+	caps := make([]int, nt)
+	stride := make([]int, nt)
+	states := 1
+	for t, ty := range types {
+		caps[t] = ty.per * len(ty.nodes)
+		stride[t] = states
+		states *= caps[t] + 1
+		if states > budget {
+			return nil, false
+		}
+	}
+	if states*len(cost)*(len(confs)+1) > budget {
+		return nil, false
+	}
+	use := make([]int, states*nt) // GPUs used per type of each state
+	for st := range states {
+		x := st
+		for t := range nt {
+			use[st*nt+t] = x % (caps[t] + 1)
+			x /= caps[t] + 1
+		}
+	}
+	inf := math.Inf(1)
+	dp, ndp := make([]float64, states), make([]float64, states)
+	for st := range dp {
+		dp[st] = inf
+	}
+	dp[0] = 0
+	choice := make([]int32, len(cost)*states)
+	for i, row := range cost {
+		for st := range ndp {
+			ndp[st] = inf
+		}
+		ch := choice[i*states : (i+1)*states]
+		for st, v := range dp {
+			if v == inf {
+				continue
+			}
+			if w := v + lambdaN; w < ndp[st] {
+				ndp[st], ch[st] = w, -1
+			}
+			for k, c := range row {
+				cf := confs[k]
+				if math.IsNaN(c) || use[st*nt+cf.t]+cf.r > caps[cf.t] {
+					continue
+				}
+				s2 := st + cf.r*stride[cf.t]
+				if w := v + c; w < ndp[s2] {
+					ndp[s2], ch[s2] = w, int32(k)
+				}
+			}
+		}
+		dp, ndp = ndp, dp
+	}
+	best := 0
+	for st, v := range dp {
+		if v < dp[best] {
+			best = st
+		}
+	}
+	pick := make([]int, len(cost))
+	for i := len(cost) - 1; i >= 0; i-- {
+		k := int(choice[i*states+best])
+		pick[i] = k
+		if k >= 0 {
+			best -= confs[k].r * stride[confs[k].t]
+		}
+	}
+	return pick, true
 }
 
 // siaBest is the best of siaGreedy from no allocation (by decrease per GPU

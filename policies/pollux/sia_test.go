@@ -56,7 +56,10 @@ func TestSiaSolveByHand(t *testing.T) {
 	if got := siaObjective(cost, pick, 1.1); math.Abs(got-1.5) > 1e-12 {
 		t.Errorf("objective %v, want 1.5", got)
 	}
-	// From the current allocation A fast×1, B fast×1 , the greedy
+	if dp, ok := siaDP(cost, confs, types, 1.1, siaDPBudget); !ok || !slices.Equal(dp, pick) {
+		t.Errorf("siaDP %v (%v), want %v", dp, ok, pick)
+	}
+	// From the current allocation A fast×1, B fast×1, the greedy
 	// cannot move B to slow (no decrease), so the fresh construction wins.
 	keep := siaSolve(cost, confs, types, 1.1, []int{0, 0})
 	if got := siaObjective(cost, keep, 1.1); got < 1.5 {
@@ -64,8 +67,8 @@ func TestSiaSolveByHand(t *testing.T) {
 	}
 }
 
-// TestSiaSolveVsExact measures the greedy against the exact optimum (every
-// combination) on 300 random instances of 4 jobs on two GPU types of two
+// TestSiaSolveVsExact checks siaDP against the exact optimum (every
+// combination) and measures the greedy against it on 300 random instances of 4 jobs on two GPU types of two
 // 2-GPU nodes (configurations 1, 2, 4 GPUs per type), goodputs increasing
 // and concave in GPUs, the second type 1–3× the first, some jobs without a
 // model (1 GPU only), p = −0.5, λn = 1.1. Measured: optimal on 130, mean gap
@@ -115,6 +118,11 @@ func TestSiaSolveVsExact(t *testing.T) {
 			}
 		}
 		g1 := siaObjective(cost, siaBest(cost, confs, types, 1.1, nil), 1.1)
+		dpPick, ok := siaDP(cost, confs, types, 1.1, siaDPBudget)
+		if !ok {
+			t.Fatal("siaDP over budget on 25 states")
+		}
+		dpv := siaObjective(cost, dpPick, 1.1)
 		best := math.Inf(1)
 		pick := make([]int, 4)
 		var rec func(i int, free [2]int, acc float64)
@@ -135,6 +143,9 @@ func TestSiaSolveVsExact(t *testing.T) {
 			}
 		}
 		rec(0, [2]int{4, 4}, 0)
+		if math.Abs(dpv-best) > 1e-9 {
+			t.Fatalf("siaDP %v (%v), exhaustive %v", dpv, dpPick, best)
+		}
 		gap := g1/best - 1
 		if gap < -1e-9 {
 			t.Fatalf("greedy %v below the optimum %v", g1, best)
