@@ -19,7 +19,7 @@ func (s *Scenario) validateElastic() sim.FieldErrors {
 			}
 		}
 	}
-	if t := s.Workload.Trace; t != nil && t.Format == traces.FormatPolluxElastic {
+	if t := s.Workload.Trace; t != nil && (t.Format == traces.FormatPolluxElastic || t.Format == traces.FormatPolluxAdaptive) {
 		at = append(at, "workload.trace.format")
 	}
 	var fe sim.FieldErrors

@@ -75,11 +75,13 @@ type ElasticSeg struct {
 }
 
 // ElasticStats is the elastic jobs' record (Result.Elastic; nil when no job
-// is elastic). Both slices are indexed by JobRef; rigid jobs have nil
-// segments and 0 resizes.
+// is elastic). The slices are indexed by JobRef; rigid jobs have nil
+// segments and 0 resizes and rate changes.
 type ElasticStats struct {
 	// Resizes counts each job's resizes (Plan.AddResize).
 	Resizes []int32
+	// Rerates counts each job's rate changes (Plan.AddRate).
+	Rerates []int32
 	// Segs is each job's size over time: a new segment at every start, resize
 	// and stop (several may share an instant); the last is at the job's end
 	// (Replicas 0), or the job was still running at the end of the run.
@@ -147,7 +149,7 @@ func (e *Engine) initElastic() error {
 		case e.cfg.RescaleDelay != nil && *e.cfg.RescaleDelay < 0:
 			return fmt.Errorf("%w: negative rescale delay %s", ErrElastic, *e.cfg.RescaleDelay)
 		}
-		e.elastic = &ElasticStats{Resizes: make([]int32, len(e.jobs)), Segs: make([][]ElasticSeg, len(e.jobs))}
+		e.elastic = &ElasticStats{Resizes: make([]int32, len(e.jobs)), Rerates: make([]int32, len(e.jobs)), Segs: make([][]ElasticSeg, len(e.jobs))}
 		return nil
 	}
 	return nil

@@ -88,6 +88,7 @@ type Plan struct {
 	Starts       []Start
 	Preempts     []Preempt
 	Resizes      []Resize // elastic jobs (AddResize, elastic.go)
+	Rates        []Rerate // elastic jobs' rate changes (AddRate, rerate.go)
 	Reservations []Reservation
 	// WakeAt asks for another scheduling point at that time (Never = none). The
 	// engine ignores times not after now.
@@ -108,6 +109,7 @@ func (p *Plan) Reset() {
 	p.Starts = p.Starts[:0]
 	p.Preempts = p.Preempts[:0]
 	p.Resizes = p.Resizes[:0]
+	p.Rates = p.Rates[:0]
 	p.Reservations = p.Reservations[:0]
 	p.WakeAt = Never
 	p.ReleaseAt = Never

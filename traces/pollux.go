@@ -10,13 +10,22 @@ import (
 
 // FormatPollux is a Pollux OSDI'21 artifact workload CSV; FormatPolluxElastic
 // is the same file read as elastic gangs (docs/elastic.md).
+//
+// FormatPolluxAdaptive reads it as elastic gangs for a policy that picks each
+// job's batch size (the engine's Pollux and Sia, docs/pollux.md): as
+// pollux-elastic, but up to max_batch_size / min_local_bsz replicas (ncf:
+// num_replicas), the sizes Pollux's max_replicas allows.
 const (
-	FormatPollux        = "pollux"
-	FormatPolluxElastic = "pollux-elastic"
+	FormatPollux         = "pollux"
+	FormatPolluxElastic  = "pollux-elastic"
+	FormatPolluxAdaptive = "pollux-adaptive"
 )
 
 func init() {
 	registerJobs(FormatPollux, "Pollux OSDI'21 artifact workload CSV (name,time,application,num_replicas,batch_size); duration from the artifact's profiles", openPollux)
+	registerJobs(FormatPolluxAdaptive, "the pollux format read as elastic gangs for batch-size-adaptive policies (pollux, sia): as pollux-elastic but up to max_batch_size/min_local_bsz replicas (ncf num_replicas) (docs/pollux.md)", func(path string, opts ReadOptions) (JobReader, error) {
+		return openPolluxAs(path, FormatPolluxAdaptive, opts)
+	})
 	registerJobs(FormatPolluxElastic, "the pollux format read as elastic gangs: 1-GPU replicas, num_replicas preferred, 1..batch_size/min_local_bsz (ncf 1), throughput from the artifact's profiles (docs/elastic.md)", openPolluxElastic)
 }
 
@@ -89,17 +98,24 @@ func openPolluxAs(path, format string, opts ReadOptions) (JobReader, error) {
 			j.Queue = app
 			j.Workload = app
 			j.Submit = sim.Time(sim.Seconds(t))
-			if format == FormatPolluxElastic {
+			if format == FormatPolluxElastic || format == FormatPolluxAdaptive {
 				m, err := pollux.NewElasticModel(pj, 4)
 				if err != nil || m.Duration() < 0 {
 					return j, skipf("num_replicas", "no profile", "%v", fmt.Sprint(err))
 				}
 				hi := int32(reps)
 				if app != "ncf" {
-					hi = max(hi, int32(batch)/int32(a.MinLocalBsz))
+					top := batch
+					if format == FormatPolluxAdaptive {
+						top = int64(a.MaxBatchSize)
+					}
+					hi = max(hi, int32(top)/int32(a.MinLocalBsz))
 				}
 				j.Replicas, j.GPUsPerReplica = int32(reps), 1
 				j.Elastic = &sim.ElasticSpec{Min: 1, Max: hi, Step: 1, Rate: m}
+				if format == FormatPolluxAdaptive {
+					j.Elastic.Rate = pollux.AdaptiveModel{ElasticModel: m}
+				}
 				j.Duration = m.Duration()
 				return j, nil
 			}

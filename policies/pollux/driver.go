@@ -23,8 +23,12 @@ const (
 // allocation change.
 type Config struct {
 	Nodes, GPUsPerNode int
-	Interval           pm.Seconds
-	RestartDelay       pm.Seconds
+	// NodeGPUs, when set (the engine's Pollux on nodes of different sizes),
+	// is each node's GPUs; GPUsPerNode is then the largest (the dominant
+	// share's and nodesOf's node size).
+	NodeGPUs     []int
+	Interval     pm.Seconds
+	RestartDelay pm.Seconds
 	// MaxTime stops a run that has not finished all jobs by then (an error).
 	MaxTime pm.Seconds
 }
@@ -45,6 +49,9 @@ type job struct {
 	// lets Pollux choose it from the job's goodput model.
 	targetBsz      int
 	targetReplicas int
+	// maxRepCap, when > 0, also bounds Pollux's max_replicas (the engine's
+	// elastic sizes, ElasticSpec.Max).
+	maxRepCap int
 
 	alloc     []int // node of each replica, as the policy returned it
 	placement []int // GPUs per node, in allocation order

@@ -89,6 +89,9 @@ func (o *engineOptimus) Allocate(v *sim.View, active []*sim.Job, want []int32) e
 			return fmt.Errorf("optimus: job %s is not elastic (give its class an elastic: block, or read the trace with format pollux-elastic)", j)
 		}
 		m, _ := el.Rate.(*pm.ElasticModel)
+		if a, ok := el.Rate.(pm.AdaptiveModel); ok {
+			m = a.ElasticModel // format pollux-adaptive: the same model
+		}
 		if m == nil || j.Spec.GPUsPerReplica != 1 {
 			generic++
 			continue

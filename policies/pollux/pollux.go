@@ -31,9 +31,34 @@ import (
 // sizes onto nodes, keeping unchanged jobs where they are; (3) a hill climb over
 // single-GPU additions and removals on the exact objective; (4) the best of that
 // and "keep every current allocation, give new jobs one GPU".
-type polluxPolicy struct{}
+//
+// The engine's Pollux (engine_pollux.go) runs the same optimiser with two
+// knobs of the paper (§4.2): the fairness power p (the artifact's −1) and the
+// restart penalty (the artifact's 30 s).
+type polluxPolicy struct {
+	p       float64 // power of the generalised mean (< 0 favours fairness; 0: geometric)
+	restart float64 // restart penalty, seconds
+}
 
-func newPolluxPolicy() *polluxPolicy { return &polluxPolicy{} }
+func newPolluxPolicy() *polluxPolicy { return &polluxPolicy{p: -1, restart: DefaultRestart} }
+
+// cost is one job's term of the minimised objective for scaled speedup s:
+// (s + 1e-3)^p for p < 0 (1/(s + 1e-3) at the artifact's p = −1),
+// −log(s + 1e-3) for p = 0 and −(s + 1e-3)^p for p > 0, so that minimising the
+// sum maximises the power mean.
+func cost(p, s float64) float64 {
+	x := s + 1e-3
+	switch {
+	case p == -1:
+		return 1 / x
+	case p < 0:
+		return math.Pow(x, p)
+	case p == 0:
+		return -math.Log(x)
+	default:
+		return -math.Pow(x, p)
+	}
+}
 
 type pjob struct {
 	j       *job
@@ -61,8 +86,10 @@ type polluxRound struct {
 	jobs     []*pjob
 	nodes    int
 	perNode  int
+	caps     []int   // GPUs per node when they differ (Config.NodeGPUs); nil: perNode each
 	share    float64 // dominant share × nodes
 	maxNodes int
+	p        float64 // fairness power (polluxPolicy.p)
 }
 
 func (pr *polluxRound) term(i int, row []int) float64 {
@@ -81,7 +108,7 @@ func (pr *polluxRound) term(i int, row []int) float64 {
 	if !same {
 		s *= pr.jobs[i].factor
 	}
-	return 1 / (s + 1e-3)
+	return cost(pr.p, s)
 }
 
 func (pr *polluxRound) objective(state [][]int) float64 {
@@ -96,7 +123,13 @@ func (p *polluxPolicy) optimize(now pm.Seconds, active []*job, prev [][]int, cfg
 	nj := len(active)
 	totalGPUs := cfg.Nodes * cfg.GPUsPerNode
 	fairRep := int(math.Ceil(float64(totalGPUs) / float64(nj)))
-	pr := &polluxRound{nodes: cfg.Nodes, perNode: cfg.GPUsPerNode, share: 1 / float64(cfg.GPUsPerNode), maxNodes: 16}
+	pr := &polluxRound{nodes: cfg.Nodes, perNode: cfg.GPUsPerNode, share: 1 / float64(cfg.GPUsPerNode), maxNodes: 16, p: p.p, caps: cfg.NodeGPUs}
+	if cfg.NodeGPUs != nil {
+		totalGPUs = 0
+		for _, g := range cfg.NodeGPUs {
+			totalGPUs += g
+		}
+	}
 	// Pollux's job order: attained service, then submission time.
 	order := make([]int, nj)
 	for i := range order {
@@ -117,8 +150,11 @@ func (p *polluxPolicy) optimize(now pm.Seconds, active []*job, prev [][]int, cfg
 		if j.app.Name == "ncf" {
 			q.maxRep = 1
 		}
+		if j.maxRepCap > 0 {
+			q.maxRep = min(q.maxRep, j.maxRepCap)
+		}
 		age := now - j.spec.Submit
-		q.factor = math.Max(age-30*float64(max(j.restarts, 0)), 0) / (age + 30)
+		q.factor = math.Max(age-p.restart*float64(max(j.restarts, 0)), 0) / (age + p.restart)
 		q.base = make([]int, cfg.Nodes)
 		for _, n := range prev[i] {
 			q.base[n]++
@@ -171,7 +207,7 @@ func (pr *polluxRound) usage(state [][]int) (free, dist []int) {
 	free = make([]int, pr.nodes)
 	dist = make([]int, pr.nodes)
 	for x := range free {
-		free[x] = pr.perNode
+		free[x] = pr.capOf(x)
 		dist[x] = -1
 	}
 	for i, row := range state {
@@ -191,13 +227,33 @@ func (pr *polluxRound) usage(state [][]int) (free, dist []int) {
 	return free, dist
 }
 
+// capOf is node x's GPUs.
+func (pr *polluxRound) capOf(x int) int {
+	if pr.caps != nil {
+		return pr.caps[x]
+	}
+	return pr.perNode
+}
+
+// totalGPUs is the cluster's GPUs.
+func (pr *polluxRound) totalGPUs() int {
+	if pr.caps == nil {
+		return pr.nodes * pr.perNode
+	}
+	t := 0
+	for _, g := range pr.caps {
+		t += g
+	}
+	return t
+}
+
 func nodesOf(r, perNode int) int { return (r + perNode - 1) / perNode }
 
 // construct is steps (1) and (2): sizes by marginal gain per GPU, then packing.
 func (pr *polluxRound) construct() [][]int {
 	nj := len(pr.jobs)
 	reps := make([]int, nj)
-	gpus := pr.nodes * pr.perNode
+	gpus := pr.totalGPUs()
 	sizeTerm := func(i, r int) float64 {
 		q := pr.jobs[i]
 		n := nodesOf(r, pr.perNode)
@@ -205,7 +261,7 @@ func (pr *polluxRound) construct() [][]int {
 		if !(r == q.baseR && n == q.baseN) {
 			s *= q.factor
 		}
-		return 1 / (s + 1e-3)
+		return cost(pr.p, s)
 	}
 	for i := range pr.jobs {
 		if gpus == 0 {
@@ -245,7 +301,7 @@ func (pr *polluxRound) pack(reps []int) [][]int {
 	free := make([]int, pr.nodes)
 	dist := make([]int, pr.nodes)
 	for x := range free {
-		free[x] = pr.perNode
+		free[x] = pr.capOf(x)
 		dist[x] = -1
 	}
 	placed := make([]bool, len(reps))
@@ -364,7 +420,7 @@ func (pr *polluxRound) climb(state [][]int) {
 	for i := range pr.jobs {
 		terms[i] = pr.term(i, state[i])
 	}
-	for iter := 0; iter < 4*pr.nodes*pr.perNode; iter++ {
+	for iter := 0; iter < 4*pr.totalGPUs(); iter++ {
 		free, dist := pr.usage(state)
 		bi, bx, bdv, bgain, bterm := -1, -1, 0, 1e-12, 0.0
 		for i, q := range pr.jobs {

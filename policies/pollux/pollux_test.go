@@ -266,7 +266,7 @@ func TestPolluxRoundByHand(t *testing.T) {
 	// The term of one job by hand: speedup 1 (1 GPU, fair share ceil(64/70) = 1),
 	// × dominant share × nodes = 1/64 × 16 = 1/4, × restart factor for job 0:
 	// age 90, restarts 0 → 90/120; term = 1/(0.25·0.75 + 1e-3).
-	pr := &polluxRound{jobs: []*pjob{{j: active[0], fairRep: 1, factor: 90.0 / 120, base: make([]int, 16)}}, nodes: 16, perNode: 4, share: 0.25, maxNodes: 16}
+	pr := &polluxRound{jobs: []*pjob{{j: active[0], fairRep: 1, factor: 90.0 / 120, base: make([]int, 16)}}, nodes: 16, perNode: 4, share: 0.25, maxNodes: 16, p: -1}
 	row := make([]int, 16)
 	row[3] = 1
 	if got, want := pr.term(0, row), 1/(0.25*0.75+1e-3); got != want {

@@ -26,6 +26,28 @@ type Allocator interface {
 	Allocate(v *sim.View, active []*sim.Job, want []int32) error
 }
 
+// Rater is an Allocator whose running jobs' throughput changes without a
+// resize (Pollux's batch size re-picked at each round and epoch boundary,
+// sim.Plan.AddRate). The driver calls Rerate at every one of its scheduling
+// points, after a round's decisions are applied (running: the jobs running
+// then, in JobRef order); Rerate sets rates with p.AddRate and may ask for
+// scheduling points between rounds with p.Wake (say, at an epoch boundary).
+type Rater interface {
+	Rerate(v *sim.View, p *sim.Plan, running []*sim.Job) error
+}
+
+// Placer is an Allocator that also chooses its jobs' nodes (Pollux's and
+// Sia's placements). With Repack on, the driver places each job whose count
+// changes, or that Place moves to other nodes at the same count, on the nodes
+// Place returns for it (index i of the last Allocate's active jobs; a node
+// once per replica; nil: keep the job where it is), taking free GPUs there,
+// instead of the most-free-node rule; nodes without the GPUs fall back to
+// the rule. A job moved at the same count ends its lease and starts on its
+// new nodes (paying the restore instead of the rescale delay).
+type Placer interface {
+	Place(i int) []sim.NodeID
+}
+
 // Driver is a sim.Policy that runs an Allocator at every multiple of Round
 // after time 0 (the first round is at Round, as the Pollux artifact's
 // simulator.py loop). At a round it applies the allocation in the artifact's
@@ -49,11 +71,14 @@ type Driver struct {
 
 	next   sim.Time
 	active []*sim.Job
-	want   []int32
-	order  []int
-	free   []int32
-	nodes  []sim.NodeID
-	gpus   []sim.GPUID
+	cmp    []sim.NodeID // moved's scratch
+	// running: the jobs handed to Rater.Rerate
+	running []*sim.Job
+	want    []int32
+	order   []int
+	free    []int32
+	nodes   []sim.NodeID
+	gpus    []sim.GPUID
 	// repack's plan: virtual free GPUs, planned nodes and GPUs, each job's
 	// spans in them, and which are applied
 	vfree   []bool
@@ -88,7 +113,7 @@ func (d *Driver) Schedule(v *sim.View, p *sim.Plan) error {
 	}
 	if now < d.next {
 		p.Wake(d.next)
-		return nil
+		return d.rerate(v, p)
 	}
 	d.next = sim.Time((sim.Duration(now)/d.round + 1) * d.round)
 	p.Wake(d.next)
@@ -98,7 +123,7 @@ func (d *Driver) Schedule(v *sim.View, p *sim.Plan) error {
 		d.active = append(d.active, j)
 	}
 	if len(d.active) == 0 {
-		return nil
+		return d.rerate(v, p)
 	}
 	slices.SortFunc(d.active, func(a, b *sim.Job) int { return int(a.Ref - b.Ref) })
 	d.want = slices.Grow(d.want[:0], len(d.active))[:len(d.active)]
@@ -141,7 +166,7 @@ func (d *Driver) Schedule(v *sim.View, p *sim.Plan) error {
 	d.order = d.order[:0]
 	for i, j := range d.active {
 		w := d.want[i]
-		if w > 0 && (j.State == sim.StatePending || j.State == sim.StateRunning && w != int32(len(j.Nodes)) && j.Resizable(now) && (d.Repack || w > int32(len(j.Nodes)))) {
+		if w > 0 && (j.State == sim.StatePending || j.State == sim.StateRunning && (w != int32(len(j.Nodes)) || d.moved(i, j)) && j.Resizable(now) && (d.Repack || w > int32(len(j.Nodes)))) {
 			d.order = append(d.order, i)
 		}
 	}
@@ -149,7 +174,10 @@ func (d *Driver) Schedule(v *sim.View, p *sim.Plan) error {
 	c := v.Cluster()
 	if d.Repack {
 		if ok, err := d.repack(c, p, now); ok || err != nil {
-			return err
+			if err != nil {
+				return err
+			}
+			return d.rerate(v, p)
 		}
 	}
 	for _, i := range d.order {
@@ -175,7 +203,18 @@ func (d *Driver) Schedule(v *sim.View, p *sim.Plan) error {
 			return err
 		}
 	}
-	return nil
+	return d.rerate(v, p)
+}
+
+// rerate calls the allocator's Rerate (Rater) with the running jobs.
+func (d *Driver) rerate(v *sim.View, p *sim.Plan) error {
+	r, ok := d.alloc.(Rater)
+	if !ok {
+		return nil
+	}
+	d.running = append(d.running[:0], v.Running()...)
+	slices.SortFunc(d.running, func(a, b *sim.Job) int { return int(a.Ref - b.Ref) })
+	return r.Rerate(v, p, d.running)
 }
 
 // repack places the jobs of d.order (starts and changes, ascending target
@@ -206,6 +245,10 @@ func (d *Driver) repack(c *sim.Cluster, p *sim.Plan, now sim.Time) (bool, error)
 	for _, i := range d.order {
 		j := d.active[i]
 		n0, g0 := len(d.pn), len(d.pg)
+		if pl, ok := d.alloc.(Placer); ok && d.placeOn(c, &j.Spec, pl.Place(i), d.want[i]) {
+			d.span = append(d.span, [4]int{n0, len(d.pn), g0, len(d.pg)})
+			continue
+		}
 		if !d.placeVirtual(c, &j.Spec, d.want[i]) {
 			return false, nil
 		}
@@ -223,9 +266,15 @@ func (d *Driver) repack(c *sim.Cluster, p *sim.Plan, now sim.Time) (bool, error)
 				continue
 			}
 			var err error
-			if j.State == sim.StateRunning {
+			switch {
+			case j.State == sim.StateRunning && d.want[i] == int32(len(j.Nodes)):
+				// moved at the same size (Placer): a lease end and a start
+				if err = p.AddPreempt(j.Ref, sim.PreemptLease, "round"); err == nil {
+					err = p.AddStart(j.Ref, d.pn[sp[0]:sp[1]], gpus)
+				}
+			case j.State == sim.StateRunning:
 				err = p.AddResize(j.Ref, d.want[i], d.pn[sp[0]:sp[1]], gpus)
-			} else {
+			default:
 				err = p.AddStart(j.Ref, d.pn[sp[0]:sp[1]], gpus)
 			}
 			if err != nil {
@@ -263,6 +312,60 @@ func (d *Driver) gpusReady(c *sim.Cluster, j *sim.Job, gpus []sim.GPUID) bool {
 		}
 	}
 	return true
+}
+
+// moved reports whether a Placer moves running job j (active[i]) at its
+// current count to other nodes (as a multiset).
+func (d *Driver) moved(i int, j *sim.Job) bool {
+	pl, ok := d.alloc.(Placer)
+	if !ok || !d.Repack {
+		return false
+	}
+	nodes := pl.Place(i)
+	if len(nodes) != len(j.Nodes) {
+		return false
+	}
+	d.cmp = append(append(d.cmp[:0], nodes...), j.Nodes...)
+	a, b := d.cmp[:len(nodes)], d.cmp[len(nodes):]
+	slices.Sort(a)
+	slices.Sort(b)
+	return !slices.Equal(a, b)
+}
+
+// placeOn appends to d.pn and d.pg k replicas of s on the given nodes (one
+// entry per replica) from the virtual free GPUs d.vfree, taking them; false,
+// having taken none, when nodes is not k long or lacks the GPUs.
+func (d *Driver) placeOn(c *sim.Cluster, s *sim.JobSpec, nodes []sim.NodeID, k int32) bool {
+	if len(nodes) != int(k) {
+		return false
+	}
+	n0, g0 := len(d.pn), len(d.pg)
+	for _, id := range nodes {
+		if id < 0 || int(id) >= c.NumNodes() || !s.AllowsModel(c.Node(id).GPUModel) {
+			break
+		}
+		first, end := c.NodeGPUs(id)
+		got := int32(0)
+		for gpu := first; gpu < end && got < s.GPUsPerReplica; gpu++ {
+			if d.vfree[gpu] {
+				d.vfree[gpu] = false
+				d.pg = append(d.pg, gpu)
+				got++
+			}
+		}
+		d.pn = append(d.pn, id)
+		if got < s.GPUsPerReplica {
+			break
+		}
+	}
+	if len(d.pg)-g0 == int(k*s.GPUsPerReplica) {
+		return true
+	}
+	for _, g := range d.pg[g0:] {
+		d.vfree[g] = true
+	}
+	d.pn, d.pg = d.pn[:n0], d.pg[:g0]
+	return false
 }
 
 // placeVirtual appends to d.pn and d.pg k replicas of s on the virtual free

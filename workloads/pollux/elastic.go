@@ -20,6 +20,7 @@ type ElasticModel struct {
 	BatchSize int
 	PerNode   int
 	refT      float64        // optimizer step time of the tuned configuration
+	refBatch  float64        // total batch the tuned configuration runs
 	epochEnd  []sim.Duration // reference work at the end of each epoch
 }
 
@@ -37,11 +38,11 @@ func NewElasticModel(job Job, perNode int) (*ElasticModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	refT, _, err := fixedStepTime(a, job.BatchSize, PackedPlacement(job.Replicas, perNode))
+	refT, refBatch, err := fixedStepTime(a, job.BatchSize, PackedPlacement(job.Replicas, perNode))
 	if err != nil {
 		return nil, err
 	}
-	m := &ElasticModel{App: a, BatchSize: job.BatchSize, PerNode: perNode, refT: refT, epochEnd: make([]sim.Duration, len(ep))}
+	m := &ElasticModel{App: a, BatchSize: job.BatchSize, PerNode: perNode, refT: refT, refBatch: refBatch, epochEnd: make([]sim.Duration, len(ep))}
 	total := 0.0
 	for e, d := range ep {
 		total += d
@@ -58,19 +59,15 @@ func (m *ElasticModel) Duration() sim.Duration { return m.epochEnd[len(m.epochEn
 // in the order the nodes first appear), both under the fixed-batch rule of
 // simulator.py:Job.update_local_bsz. NaN when the profiles give no step time.
 func (m *ElasticModel) Rate(nodes []sim.NodeID) float64 {
-	var ids []sim.NodeID
-	var p []int
-	for _, n := range nodes {
-		i := 0
-		for i < len(ids) && ids[i] != n {
-			i++
-		}
-		if i == len(ids) {
-			ids, p = append(ids, n), append(p, 0)
-		}
-		p[i]++
+	return m.rateOn(Placement(nodes, nil))
+}
+
+// rateOn is Rate on placement p (GPUs per node).
+func (m *ElasticModel) rateOn(p []int) float64 {
+	reps := 0
+	for _, v := range p {
+		reps += v
 	}
-	reps := len(nodes)
 	atomic, accum := m.App.FixedBatch(m.BatchSize, reps)
 	st, sy, err := m.App.throughputAnywhere(p, atomic)
 	t := st + (st-sy)*float64(accum)
@@ -129,7 +126,7 @@ func (a *App) throughputAnywhere(placement []int, localBsz int) (step, sync floa
 			}
 			q2[i] = q[i] + d
 		}
-		y, ok = a.nd.at(q2)
+		y, ok = a.nd.atAnywhere(q2)
 	}
 	if !ok {
 		return 0, 0, fmt.Errorf("pollux: %s: (%d nodes, %d GPUs, local batch %d) outside the profiled shapes", a.Name, k.nodes, reps, localBsz)

@@ -102,3 +102,47 @@ func (in *ndInterp) at(q [3]float64) (y [2]float64, ok bool) {
 	y[1] /= sum
 	return y, true
 }
+
+// atAnywhere is at for the engine's elastic queries (throughputAnywhere).
+// Near the corner of most nodes and most replicas the hull is the segment of
+// the local batches profiled at that corner, and the interpolation is linear
+// along it; gonum's simplex can cycle forever on the degenerate LP there
+// (imagenet at 16 nodes, 64 GPUs, local batch 183, moved by 10⁻⁶), so such a
+// query (at most 1e-3 from the corner) is answered on the segment: outside
+// it, not ok. at itself (the standalone reproduction's exact queries) is
+// unchanged.
+func (in *ndInterp) atAnywhere(q [3]float64) (y [2]float64, ok bool) {
+	if q[0] > in.hi[0]-1e-3 && q[1] > in.hi[1]-1e-3 && q[0] <= in.hi[0] && q[1] <= in.hi[1] {
+		return in.corner(q[2])
+	}
+	return in.at(q)
+}
+
+// corner interpolates linearly in local batch b among the points at the
+// largest node and replica counts; ok is false outside their range.
+func (in *ndInterp) corner(b float64) (y [2]float64, ok bool) {
+	lo, hi := -1, -1
+	for i, p := range in.pts {
+		if p[0] != in.hi[0] || p[1] != in.hi[1] {
+			continue
+		}
+		if p[2] <= b && (lo < 0 || p[2] > in.pts[lo][2]) {
+			lo = i
+		}
+		if p[2] >= b && (hi < 0 || p[2] < in.pts[hi][2]) {
+			hi = i
+		}
+	}
+	if lo < 0 || hi < 0 {
+		return y, false
+	}
+	a, c := in.pts[lo][2], in.pts[hi][2]
+	if a == c {
+		return in.vals[lo], true
+	}
+	t := (b - a) / (c - a)
+	for k := range 2 {
+		y[k] = in.vals[lo][k] + t*(in.vals[hi][k]-in.vals[lo][k])
+	}
+	return y, true
+}
