@@ -65,7 +65,13 @@ queues:
   - {name: q2, weight: 1, guarantee: {nvidia.com/gpu: 4}}
 actions: "enqueue, allocate, reclaim, backfill"
 `,
+	"carbon-aware":           "maxDelay: 2h",
+	"easy-backfill+forecast": "forecast: {minGPUs: 4, horizon: 10m}",
 }
+
+// liveVariants are the policies TestLiveSubmitGrowth runs besides
+// GrowingPolicies: labels policy+variant with liveParams of their own.
+var liveVariants = []string{"easy-backfill+forecast"}
 
 // liveSpec gives job i of a live test the user, team and queue that spread
 // the jobs over the accounts and queues of liveParams; with newUsers, every
@@ -86,11 +92,13 @@ func liveSpec(name string, s sim.JobSpec, i int, newUsers bool) sim.JobSpec {
 	return s
 }
 
-// livePolicy builds policy name with its liveParams.
-func livePolicy(t *testing.T, name string) sim.Policy {
+// livePolicy builds the policy labelled label (a policy name, or
+// name+variant) with its liveParams.
+func livePolicy(t *testing.T, label string) sim.Policy {
 	t.Helper()
+	name, _, _ := strings.Cut(label, "+")
 	var params *yaml.Node
-	if src, ok := liveParams[name]; ok {
+	if src, ok := liveParams[label]; ok {
 		var n yaml.Node
 		if err := yaml.Unmarshal([]byte(src), &n); err != nil {
 			t.Fatal(err)
@@ -108,7 +116,7 @@ func livePolicy(t *testing.T, name string) sim.Policy {
 // submitted one by one after its first call (sim.Live.Submit), as the
 // Kubernetes backend submits pods it observes; and Run refuses the others.
 func TestLiveSubmitGrowth(t *testing.T) {
-	for _, name := range GrowingPolicies {
+	for _, name := range append(slices.Clone(GrowingPolicies), liveVariants...) {
 		p := livePolicy(t, name)
 		cl, err := sim.NewCluster([]sim.NodeSpec{{Name: "n", GPUModel: "H100", GPUs: 8, CPUMilli: 64000, MemoryMiB: 1 << 20}})
 		if err != nil {
@@ -202,7 +210,7 @@ func TestLiveSubmitMatchesSimulation(t *testing.T) {
 	}
 	for _, name := range []string{"fifo", "easy-backfill", "kueue"} {
 		t.Run(name, func(t *testing.T) {
-			liveMatchesSim(t, nodes, jobs, func() sim.Policy { return mustPolicy(t, name) })
+			liveMatchesSim(t, nodes, jobs, func() sim.Policy { return mustPolicy(t, name) }, nil)
 		})
 	}
 }
@@ -219,7 +227,7 @@ func TestLiveSubmitMatchesSimulationGrowing(t *testing.T) {
 	for i := range nodes {
 		nodes[i] = sim.NodeSpec{Name: fmt.Sprintf("gpu-%d", i), GPUModel: "H100", GPUs: e2eGPUs, CPUMilli: 64000, MemoryMiB: 1 << 20}
 	}
-	for _, name := range []string{"slurm", "volcano"} {
+	for _, name := range []string{"slurm", "volcano", "lucid", "easy-backfill+forecast"} {
 		t.Run(name, func(t *testing.T) {
 			jobs := make([]sim.JobSpec, len(trace))
 			for i, j := range trace {
@@ -230,7 +238,7 @@ func TestLiveSubmitMatchesSimulationGrowing(t *testing.T) {
 				jobs[i] = liveSpec(name, sim.JobSpec{ID: sim.JobID(j.id), Submit: sim.Time(sim.Seconds(j.submit)), Replicas: reps, GPUsPerReplica: g,
 					GPUMilli: sim.WholeGPU, Duration: sim.Seconds(j.dur), Class: sim.ClassUnknown}, i, false)
 			}
-			want := liveMatchesSim(t, nodes, jobs, func() sim.Policy { return livePolicy(t, name) })
+			want := liveMatchesSim(t, nodes, jobs, func() sim.Policy { return livePolicy(t, name) }, nil)
 			// The policy's own order shows: some job starts before one
 			// submitted earlier that waits (not FIFO).
 			overtakes := 0
@@ -252,11 +260,15 @@ func TestLiveSubmitMatchesSimulationGrowing(t *testing.T) {
 // liveMatchesSim runs jobs through Engine.Run and through sim.Live, each job
 // submitted at its Submit time and every run ended exactly its duration
 // after it started, and fails unless every job starts and ends at the same
-// times in both. It returns the simulation's result.
-func liveMatchesSim(t *testing.T, nodes []sim.NodeSpec, jobs []sim.JobSpec, mk func() sim.Policy) *sim.Result {
+// times in both. conf, if not nil, completes both configurations. It returns
+// the simulation's result.
+func liveMatchesSim(t *testing.T, nodes []sim.NodeSpec, jobs []sim.JobSpec, mk func() sim.Policy, conf func(sim.Config) sim.Config) *sim.Result {
 	t.Helper()
+	if conf == nil {
+		conf = func(c sim.Config) sim.Config { return c }
+	}
 	c1, _ := sim.NewCluster(nodes)
-	e, err := sim.NewEngine(sim.Config{Cluster: c1, Jobs: jobs, Policy: mk()})
+	e, err := sim.NewEngine(conf(sim.Config{Cluster: c1, Jobs: jobs, Policy: mk()}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +278,7 @@ func liveMatchesSim(t *testing.T, nodes []sim.NodeSpec, jobs []sim.JobSpec, mk f
 	}
 	c2, _ := sim.NewCluster(nodes)
 	b := &exactBackend{ends: map[sim.JobRef]sim.Time{}}
-	l, err := sim.NewLive(sim.Config{Cluster: c2, Policy: mk()}, b, len(jobs), sim.Second)
+	l, err := sim.NewLive(conf(sim.Config{Cluster: c2, Policy: mk()}), b, len(jobs), sim.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
