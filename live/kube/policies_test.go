@@ -67,11 +67,12 @@ actions: "enqueue, allocate, reclaim, backfill"
 `,
 	"carbon-aware":           "maxDelay: 2h",
 	"easy-backfill+forecast": "forecast: {minGPUs: 4, horizon: 10m}",
+	"fifo+fgd":               "placement: fgd",
 }
 
 // liveVariants are the policies TestLiveSubmitGrowth runs besides
 // GrowingPolicies: labels policy+variant with liveParams of their own.
-var liveVariants = []string{"easy-backfill+forecast"}
+var liveVariants = []string{"easy-backfill+forecast", "fifo+fgd"}
 
 // liveSpec gives job i of a live test the user, team and queue that spread
 // the jobs over the accounts and queues of liveParams; with newUsers, every
