@@ -196,8 +196,8 @@ func (f *forecast) heldSeconds(k *fcKey, a, b sim.Time) float64 {
 
 // arrive records job j's first arrival at now.
 func (f *forecast) arrive(v *sim.View, j *sim.Job) {
-	if f.seen == nil {
-		f.seen = make([]bool, v.NumJobs())
+	if n := v.NumJobs(); len(f.seen) < n { // first call, or jobs submitted since (live runs)
+		f.seen = append(f.seen, make([]bool, n-len(f.seen))...)
 	}
 	if f.seen[j.Ref] || !f.large(&j.Spec) {
 		return

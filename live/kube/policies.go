@@ -11,7 +11,7 @@ import (
 // policies size those tables once, from the jobs present at their first
 // call, and would index past them; Run refuses them with an error until
 // they grow too (TestLiveSubmitGrowth checks this list).
-var GrowingPolicies = []string{"antman", "conservative-backfill", "easy-backfill", "fifo", "gandiva", "kueue", "priority", "qssf", "sjf", "themis", "tiresias"}
+var GrowingPolicies = []string{"antman", "conservative-backfill", "easy-backfill", "fifo", "gandiva", "kueue", "lucid", "priority", "qssf", "sjf", "slurm", "themis", "tiresias", "volcano"}
 
 // policyGrows reports whether the policy named name is in GrowingPolicies.
 func policyGrows(name string) bool {

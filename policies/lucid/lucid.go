@@ -189,13 +189,15 @@ func (l *Policy) Score(s *sim.JobSpec) int {
 }
 
 func (l *Policy) init(v *sim.View) {
-	if l.prio == nil {
-		n := v.NumJobs()
-		l.prio = make([]float64, n)
-		l.score = make([]int8, n)
-		l.inRun = make([]bool, n)
-		l.inPend = make([]bool, n)
+	if l.est == nil {
 		l.est = NewEstimator()
+	}
+	if n := v.NumJobs(); len(l.prio) < n { // first call, or jobs submitted since (live runs)
+		k := n - len(l.prio)
+		l.prio = append(l.prio, make([]float64, k)...)
+		l.score = append(l.score, make([]int8, k)...)
+		l.inRun = append(l.inRun, make([]bool, k)...)
+		l.inPend = append(l.inPend, make([]bool, k)...)
 	}
 }
 

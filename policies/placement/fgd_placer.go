@@ -32,7 +32,10 @@ func Prepare(p Placer, v *sim.View) error {
 //   - The target workload of the fragmentation measure is built from every job
 //     of the run (the authors' typical pods of the trace: each replica a pod,
 //     shapes covering popularity % of the pods). It is a statistical assumption
-//     about the workload, not knowledge of any job's arrival or duration.
+//     about the workload, not knowledge of any job's arrival or duration. In a
+//     live run, whose jobs are submitted as they come (sim.Live.Submit), it is
+//     built from the jobs submitted so far and rebuilt before a Place whenever
+//     more have been submitted (retarget).
 //   - The fgd.Placer keeps a mirror of the free resources; before each Place it
 //     re-reads the nodes whose sim.Cluster.NodeVersion moved (jobs the engine
 //     started or ended since).
@@ -49,6 +52,8 @@ type fgdPlacer struct {
 	seed   uint64
 	p      *fgd.Placer
 	c      *sim.Cluster
+	v      *sim.View // the view Prepare saw
+	nTW    int       // jobs of v the target workload counts
 }
 
 func newFGD(a *placerArgs) (Placer, error) {
@@ -107,9 +112,27 @@ func (f *fgdPlacer) Prepare(v *sim.View) error {
 		if err != nil {
 			return fmt.Errorf("placement %s: %w", f.Name(), err)
 		}
-		f.tw, f.seed = tw, v.Seed()
+		f.tw, f.seed, f.v, f.nTW = tw, v.Seed(), v, v.NumJobs()
 	}
 	return f.bind(v.Cluster())
+}
+
+// retarget rebuilds the target workload from every job of the prepared view
+// when jobs were submitted since it was built (live runs only: a simulation's
+// job table never grows). If the new workload cannot be built the former one
+// stays.
+func (f *fgdPlacer) retarget() {
+	n := f.v.NumJobs()
+	tw, err := fgd.NewTargetWorkloadFunc(n, func(i int) *sim.JobSpec { return &f.v.Job(sim.JobRef(i)).Spec }, f.cfg)
+	if err != nil {
+		return
+	}
+	if f.p != nil {
+		if err := f.p.SetTarget(tw); err != nil {
+			return
+		}
+	}
+	f.tw, f.nTW = tw, n
 }
 
 func (f *fgdPlacer) bind(c *sim.Cluster) error {
@@ -134,6 +157,9 @@ func (f *fgdPlacer) Place(c *sim.Cluster, j *sim.Job, out *Placement) bool {
 	}
 	if f.bind(c) != nil {
 		return false
+	}
+	if f.v != nil && f.v.NumJobs() != f.nTW {
+		f.retarget()
 	}
 	f.p.Refresh()
 	nodes, gpus, ok, err := f.p.PlaceGangWithin(s, out.Allow, out.Nodes, out.GPUs)

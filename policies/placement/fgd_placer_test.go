@@ -25,6 +25,9 @@ type fgdCheck struct {
 	pl     Placement
 	placed int
 	gangs  int
+	// live: the expected target workload is that of the jobs submitted so far
+	// (a live run's job table grows).
+	live bool
 }
 
 func (f *fgdCheck) Name() string                 { return "fgd-check" }
@@ -35,6 +38,13 @@ func (f *fgdCheck) Schedule(v *sim.View, p *sim.Plan) error {
 		return err
 	}
 	c := v.Cluster()
+	if f.live {
+		tw, err := fgd.NewTargetWorkloadFunc(v.NumJobs(), func(i int) *sim.JobSpec { return &v.Job(sim.JobRef(i)).Spec }, fgd.TargetConfig{})
+		if err != nil {
+			return err
+		}
+		f.tw = tw
+	}
 	for j := range v.Pending() {
 		ok := f.placer.Place(c, j, &f.pl)
 		fresh, err := fgd.NewPlacer(c, fgd.FGD, f.tw, v.Seed())
@@ -322,5 +332,68 @@ func TestHonoursAllow(t *testing.T) {
 		if got := HonoursAllow(mustPlacer(t, name)); got != want {
 			t.Errorf("%s: HonoursAllow %v, want %v", name, got, want)
 		}
+	}
+}
+
+// liveEnds ends every run exactly its duration after it started.
+type liveEnds map[sim.JobRef]sim.Time
+
+func (b liveEnds) Start(j *sim.Job) error    { b[j.Ref] = j.LastStart.Add(j.Spec.Duration); return nil }
+func (b liveEnds) Stop(p *sim.Preempt) error { delete(b, p.Job); return nil }
+
+// The fgd placement in a live run (sim.Live), whose jobs are submitted as they
+// come: its target workload is that of the jobs submitted so far, rebuilt as
+// more come, so every placement equals what a scorer built afresh from those
+// jobs chooses (without the rebuild it kept the first call's one-job target).
+func TestFGDPlacementLiveRetargets(t *testing.T) {
+	c, err := sim.NewCluster(fgdNodes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []sim.JobSpec
+	for _, s := range fgdWorkload(2, 200) {
+		if c.Feasible(&s) == nil {
+			jobs = append(jobs, s)
+		}
+	}
+	slices.SortStableFunc(jobs, func(a, b sim.JobSpec) int { return int(a.Submit - b.Submit) })
+	pol := &fgdCheck{t: t, placer: mustPlacer(t, "fgd"), live: true}
+	b := liveEnds{}
+	l, err := sim.NewLive(sim.Config{Cluster: c, Policy: pol, Seed: 3}, b, len(jobs), sim.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := 0
+	for next < len(jobs) || len(b) > 0 {
+		t0 := sim.Never
+		if next < len(jobs) {
+			t0 = jobs[next].Submit
+		}
+		for _, at := range b {
+			t0 = min(t0, at)
+		}
+		var ends []sim.Ended
+		for r, at := range b {
+			if at <= t0 {
+				ends = append(ends, sim.Ended{Job: r})
+				delete(b, r)
+			}
+		}
+		slices.SortFunc(ends, func(a, b sim.Ended) int { return int(a.Job) - int(b.Job) })
+		if err := l.Advance(t0, ends); err != nil {
+			t.Fatal(err)
+		}
+		for next < len(jobs) && jobs[next].Submit <= t0 {
+			if _, err := l.Submit(jobs[next]); err != nil {
+				t.Fatal(err)
+			}
+			next++
+		}
+		if err := l.Schedule(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pol.placed < len(jobs) || pol.gangs < 10 {
+		t.Fatalf("placed %d of %d jobs (%d gangs); the test wants every job and >= 10 gangs", pol.placed, len(jobs), pol.gangs)
 	}
 }

@@ -733,7 +733,37 @@ func (s *Slurm) init(v *sim.View) error {
 		s.inited = true
 		s.initErr = s.setup(v)
 	}
+	if s.initErr == nil && len(s.jobs) < v.NumJobs() { // jobs submitted since (live runs)
+		s.initErr = s.grow(v)
+	}
 	return s.initErr
+}
+
+// grow maps the jobs submitted after the set-up (sim.Live.Submit: the job
+// table of a live run grows) exactly as setup maps the run's jobs, in Ref
+// order. A job's new user association (mapJob's userAssoc: a user seen for
+// the first time, maybe under a new default account) extends the tree; the
+// per-association pendUsage grows with it and the fair-share factors are
+// recomputed from the current usage, as setup computes them once every
+// association exists. A job that cannot be mapped (no partition, can never
+// fit, over MaxTime with enforcePartLimits) is the error setup would have
+// refused the run with; it stops the policy. Without submissions after the
+// first call (every simulation) grow never runs.
+func (s *Slurm) grow(v *sim.View) error {
+	n0 := len(s.tree.a)
+	var err error
+	for r := len(s.jobs); r < v.NumJobs(); r++ {
+		var info jobInfo
+		if err = s.mapJob(v, v.Job(sim.JobRef(r)), &info); err != nil {
+			break
+		}
+		s.jobs = append(s.jobs, info)
+	}
+	if len(s.tree.a) > n0 {
+		s.pendUsage = append(s.pendUsage, make([]float64, len(s.tree.a)-n0)...)
+		s.tree.recompute()
+	}
+	return err
 }
 
 // Observe keeps usage accounting and priorities in step with the engine.

@@ -210,6 +210,9 @@ func (s *Volcano) Schedule(v *sim.View, p *sim.Plan) error {
 	if s.err != nil {
 		return s.err
 	}
+	if n := v.NumJobs(); len(s.jobs) < n { // jobs submitted since (live runs): mapped lazily by job
+		s.jobs = append(s.jobs, make([]*vjob, n-len(s.jobs))...)
+	}
 	if s.cfg.placer != nil && s.allowFn == nil {
 		if err := placement.Prepare(s.cfg.placer, v); err != nil {
 			s.err = err

@@ -178,6 +178,20 @@ func NewPlacer(c *sim.Cluster, policy string, tw *TargetWorkload, seed uint64) (
 	return p, nil
 }
 
+// SetTarget replaces the target workload of the fragmentation measure (a live
+// run's workload grows as jobs are submitted) and re-reads every node, so
+// that no score of the former measure stays cached. The random streams and
+// the gpu-clustering affinity counts are kept.
+func (p *Placer) SetTarget(tw *TargetWorkload) error {
+	meas, err := NewMeasure(p.c, tw)
+	if err != nil {
+		return err
+	}
+	p.meas = meas
+	p.Sync()
+	return nil
+}
+
 // Sync re-reads every node's free resources from the cluster and drops all cached
 // scores. GPU-affinity counts (gpu-clustering) are kept: the cluster does not
 // record which pod shapes run where, so only Commit maintains them.
