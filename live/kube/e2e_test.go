@@ -531,13 +531,16 @@ func TestE2EHostile(t *testing.T) {
 
 // TestE2EHalfBoundAtStart: a gang found half-bound at start is completed to
 // its recorded placement (or rolled back when its recorded node is gone),
-// never left half-bound and never bound twice.
+// never left half-bound and never bound twice. Gang gc's bound pod has
+// already Succeeded when the scheduler starts (a leader stopped between two
+// binds of short pods): its pending pod is still bound to its recorded node.
 func TestE2EHalfBoundAtStart(t *testing.T) {
 	const ns, sched = "halfbound", "gpusim-hb"
 	c := e2e(t, ns)
 	ctx := context.Background()
 	createPodGroup(t, ctx, c, ns, "ga", int64(2))
 	createPodGroup(t, ctx, c, ns, "gb", int64(2))
+	createPodGroup(t, ctx, c, ns, "gc", int64(2))
 	mk := func(group, name, node, place string) {
 		p := e2ePod(ns, name, sched, 4, -1)
 		p.Labels["scheduling.x-k8s.io/pod-group"] = group
@@ -550,16 +553,27 @@ func TestE2EHalfBoundAtStart(t *testing.T) {
 	mk("ga", "ga-1", "gpu-1", "gpu-0:0,1,2,3;gpu-1:0,1,2,3")
 	mk("gb", "gb-0", "gpu-2", "gpu-2:0,1,2,3;gone:0,1,2,3")
 	mk("gb", "gb-1", "gone", "gpu-2:0,1,2,3;gone:0,1,2,3")
+	mk("gc", "gc-0", "gpu-3", "gpu-3:0,1,2,3;gpu-4:0,1,2,3")
+	mk("gc", "gc-1", "gpu-4", "gpu-3:0,1,2,3;gpu-4:0,1,2,3")
 	// A scheduler that died after binding the first pod of each gang.
-	for _, b := range [][2]string{{"ga-0", "gpu-0"}, {"gb-0", "gpu-2"}} {
+	for _, b := range [][2]string{{"ga-0", "gpu-0"}, {"gb-0", "gpu-2"}, {"gc-0", "gpu-3"}} {
 		if err := c.Bind(ctx, ns, b[0], b[1]); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// gc-0 ran and finished before the next scheduler started.
+	gc0 := getPod(t, c, ns, "gc-0")
+	gc0.Status.Phase = corev1.PodSucceeded
+	if _, err := c.Client.CoreV1().Pods(ns).UpdateStatus(ctx, gc0, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	out := t.TempDir()
 	r := startRun(t, c, Options{SchedulerName: sched, Namespace: ns, Scale: 100, OutDir: out})
 	if p := getPod(t, c, ns, "ga-1"); p.Spec.NodeName != "gpu-1" {
 		t.Errorf("ga-1 on %q after the start, want gpu-1 (its recorded node)", p.Spec.NodeName)
+	}
+	if p := getPod(t, c, ns, "gc-1"); p.Spec.NodeName != "gpu-4" {
+		t.Errorf("gc-1 on %q after the start, want gpu-4 (its recorded node; gc-0 had finished)", p.Spec.NodeName)
 	}
 	if _, err := c.Client.CoreV1().Pods(ns).Get(ctx, "gb-0", metav1.GetOptions{}); err == nil {
 		if p := getPod(t, c, ns, "gb-0"); p.DeletionTimestamp == nil {
@@ -581,10 +595,11 @@ func TestE2EHalfBoundAtStart(t *testing.T) {
 	res := r.stop(t)
 	s := readSummary(t, out)
 	k := s.Live.Kube
-	if k.Completed != 1 || k.RolledBack != 1 || k.Adopted != 1 || k.Binds != 1 {
-		t.Errorf("kube summary %+v, want 1 completed, 1 rolled back, 1 adopted, 1 bind\n%s", k, r.log)
+	if k.Completed != 2 || k.RolledBack != 1 || k.Adopted != 2 || k.Binds != 2 || k.Skipped != 0 {
+		t.Errorf("kube summary %+v, want 2 completed, 1 rolled back, 2 adopted, 2 binds, none skipped\n%s", k, r.log)
 	}
-	if len(res.Jobs) != 1 || res.Jobs[0].Spec.ID != "halfbound/ga" || res.Jobs[0].State != sim.StateRunning {
+	if len(res.Jobs) != 2 || res.Jobs[0].Spec.ID != "halfbound/ga" || res.Jobs[0].State != sim.StateRunning ||
+		res.Jobs[1].Spec.ID != "halfbound/gc" || res.Jobs[1].State != sim.StateRunning || res.Jobs[1].Spec.Replicas != 2 {
 		t.Errorf("jobs %+v", res.Jobs)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -113,7 +114,16 @@ func TestE2EKubeBadTokenNotLogged(t *testing.T) {
 // ran once, on the node gpusim recorded for it, each gang under one
 // placement, no GPU served two pods at once, every pod Succeeded, no gang
 // bound by both processes, no gang half-bound once the restart settled.
-func TestE2EKubeKill9(t *testing.T) {
+func TestE2EKubeKill9(t *testing.T) { kill9(t, false) }
+
+// TestE2EKubeKill9Finished is TestE2EKubeKill9 with a restart that comes
+// only after g004's two bound pods have Succeeded (the lost-pod case of a
+// leader stopped between two binds of short pods): the restarted scheduler
+// must still complete g004 to its recorded placement, not wait for
+// --gang-timeout and skip its two pending pods.
+func TestE2EKubeKill9Finished(t *testing.T) { kill9(t, true) }
+
+func kill9(t *testing.T, waitFinished bool) {
 	faultTest(t)
 	c := freshCluster(t, 2)
 	scen := scenarioFromDeploy(t)
@@ -159,6 +169,18 @@ func TestE2EKubeKill9(t *testing.T) {
 	t.Logf("killed with %d gang(s) logged bound %v; half-bound: %v", len(firstBound), firstBound, half)
 	if len(half) != 1 || half[0] != "g004" || bound["g004"] != 2 {
 		t.Fatalf("half-bound gangs %v (g004: %d bound), want exactly g004 with 2 of 4", half, bound["g004"])
+	}
+	if waitFinished {
+		waitFor(t, "g004's bound pods to succeed", 30*time.Second, func() bool {
+			n := 0
+			for _, name := range []string{"g004-0", "g004-1"} {
+				p, err := c.Client.CoreV1().Pods(faultNS).Get(context.Background(), name, metav1.GetOptions{})
+				if err == nil && p.Status.Phase == corev1.PodSucceeded {
+					n++
+				}
+			}
+			return n == 2
+		})
 	}
 
 	b := startScheduler(t, "restarted", kubeconfig(t, c, ""), scen)
