@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,9 +107,10 @@ func TestE2EKubeBadTokenNotLogged(t *testing.T) {
 
 // TestE2EKubeKill9 kills the scheduler with SIGKILL in the middle of
 // binding a gang and restarts it. The first scheduler talks to the API
-// server through a proxy that, once the API server has bound pod g004-1
-// (the second of gang g004's four pods), kills the scheduler before passing
-// the response on: g004 is left with two of four pods bound, deterministically.
+// server through a proxy that holds the binds of g004-2 and g004-3 and,
+// once the API server has bound g004-0 and g004-1 (the binds of a gang are
+// in flight together), kills the scheduler before passing the last response
+// on: g004 is left with two of four pods bound, deterministically.
 // The restarted scheduler (direct connection) must complete it from the
 // gpusim.io/node annotations written before the binds. Checks: every pod
 // ran once, on the node gpusim recorded for it, each gang under one
@@ -131,10 +133,17 @@ func kill9(t *testing.T, waitFinished bool) {
 	startKubelet(t, c)
 	a := startScheduler(t, "first", bp.kubeconfig(t), scen)
 	killed := make(chan struct{})
+	// The scheduler binds a gang's pods concurrently: g004-2 and g004-3's
+	// binds are held at the proxy, and the scheduler is killed once both
+	// g004-0 and g004-1 are bound, whatever their order.
+	bp.setHold(func(pod string) bool { return pod == "g004-2" || pod == "g004-3" })
+	var g004 atomic.Int32
 	bp.setHook(func(pod string) {
-		if pod == "g004-1" {
-			a.kill()
-			close(killed)
+		if pod == "g004-0" || pod == "g004-1" {
+			if g004.Add(1) == 2 {
+				a.kill()
+				close(killed)
+			}
 		}
 	})
 	a.waitReady(t)
@@ -148,6 +157,7 @@ func kill9(t *testing.T, waitFinished bool) {
 		t.Fatal("pod g004-1 was never bound through the proxy")
 	}
 	bp.setHook(nil)
+	bp.setHold(nil)
 	firstBound := a.boundGangs()
 	// What the kill left: gangs with some but not all pods bound.
 	l, err := c.Client.CoreV1().Pods(faultNS).List(context.Background(), metav1.ListOptions{})
