@@ -99,6 +99,13 @@ func runLiveKube(ctx context.Context, io *IO, o *LiveOptions) error {
 	if err != nil {
 		return UsageError(fmt.Errorf("live: kubeconfig: %w", err))
 	}
+	if rc.QPS == 0 && rc.Burst == 0 {
+		// kube-scheduler's client defaults (KubeSchedulerConfiguration
+		// clientConnection: qps 50, burst 100; pkg/scheduler/apis/config/v1
+		// defaults.go) rather than client-go's 5 and 10, which throttle a
+		// gang's concurrent binds.
+		rc.QPS, rc.Burst = 50, 100
+	}
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return RuntimeError(fmt.Errorf("live: kubernetes client: %w", err))

@@ -18,23 +18,45 @@ import (
 // GPUs. A half-bound gang (some pods bound, the others pending with the
 // gpusim.io/node annotation written before any bind) is completed by binding
 // the rest to their recorded nodes, or, if that fails, rolled back (its
-// bound pods deleted); it is never left half-bound. Shadow runs adopt every
-// bound pod at its real node (the cluster state gpusim decides against).
+// bound pods deleted); it is never left half-bound. The bound members may
+// already have finished when the restart comes (a leader stopped between two
+// binds of short pods): finished pods that carry the same gpusim.io/placement
+// as a pending, annotated member count as bound members of that gang, so it
+// is completed too rather than waiting for --gang-timeout and being skipped.
+// Shadow runs adopt every bound pod at its real node (the cluster state
+// gpusim decides against).
 func (s *scheduler) adoptAtStart(ctx context.Context) error {
 	all, err := s.pods.List(everything)
 	if err != nil {
 		return fmt.Errorf("kube: pods: %w", err)
 	}
 	byGang := map[string][]*corev1.Pod{}
+	finished := map[string][]*corev1.Pod{}
 	bound := map[string]bool{}
 	for _, p := range all {
-		if !s.mine(p) || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil {
+		if !s.mine(p) || p.DeletionTimestamp != nil {
 			continue
 		}
 		kind, name := gangOf(p)
 		k := gangKey(p.Namespace, kind, name)
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			if p.Spec.NodeName != "" && p.Annotations[AnnotationPlacement] != "" {
+				finished[k] = append(finished[k], p)
+			}
+			continue
+		}
 		byGang[k] = append(byGang[k], p)
 		if p.Spec.NodeName != "" {
+			bound[k] = true
+		}
+	}
+	// Half-bound gangs whose bound members have all finished.
+	for k, done := range finished {
+		if s.opt.Shadow {
+			break
+		}
+		if joined := finishedMembers(byGang[k], done); len(joined) > 0 {
+			byGang[k] = append(byGang[k], joined...)
 			bound[k] = true
 		}
 	}
@@ -57,6 +79,36 @@ func (s *scheduler) adoptAtStart(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// finishedMembers returns the finished pods of a gang that belong to the
+// same binding as its pending members: the gang has a pending pod carrying
+// a gpusim.io/node annotation, every pending or bound unfinished pod carries
+// one same gpusim.io/placement, and the finished pod carries it too (pods of
+// an earlier run of the gang, placed elsewhere, are left out). nil when the
+// gang is not half-bound in that sense.
+func finishedMembers(live, done []*corev1.Pod) []*corev1.Pod {
+	place, pendingAnnotated := "", false
+	for _, p := range live {
+		pl := p.Annotations[AnnotationPlacement]
+		if pl == "" || place != "" && pl != place {
+			return nil
+		}
+		place = pl
+		if p.Spec.NodeName == "" && p.Annotations[AnnotationNode] != "" {
+			pendingAnnotated = true
+		}
+	}
+	if !pendingAnnotated {
+		return nil
+	}
+	var out []*corev1.Pod
+	for _, p := range done {
+		if p.Annotations[AnnotationPlacement] == place {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // adoptGang completes (or rolls back) a half-bound gang, then submits and

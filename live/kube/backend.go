@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -75,9 +76,10 @@ func (b *backend) placement(j *sim.Job) (nodes []string, gpus []string) {
 }
 
 // Start implements sim.Backend: write the placement to every pod of the
-// gang, then bind them all; if any bind fails, delete the pods already bound
-// and queue the job for requeueing (afterSchedule). A gang is never left
-// half-bound by a running scheduler.
+// gang, then bind them all (each step with up to maxParallelBinds requests
+// in flight); if any bind fails, wait for the binds in flight, delete the
+// pods bound and queue the job for requeueing (afterSchedule). A gang is
+// never left half-bound by a running scheduler.
 func (b *backend) Start(j *sim.Job) error {
 	s := b.s
 	g := s.byRef[j.Ref]
@@ -123,18 +125,25 @@ func (b *backend) Start(j *sim.Job) error {
 		pods, podNode, podGPUs = append(pods, p), append(podNode, nodes[0]), append(podGPUs, "")
 	}
 	// 1. The intended placement on every pod first: a restart finds it.
-	for i, p := range pods {
-		if err := b.annotate(p, place, podNode[i], podGPUs[i]); err != nil {
-			return b.fail(g, nil, err)
+	if i, err := b.parallel(len(pods), func(i int) error { return b.annotate(pods[i], place, podNode[i], podGPUs[i]) }); i >= 0 {
+		return b.fail(g, nil, err)
+	}
+	// 2. Bind them all, concurrently; undo on any failure (after every bind
+	// in flight has returned, so that each pod bound is known).
+	ok := make([]bool, len(pods))
+	i, err := b.parallel(len(pods), func(i int) error {
+		err := b.bind(pods[i], podNode[i])
+		ok[i] = err == nil
+		return err
+	})
+	var bound []*corev1.Pod
+	for k, p := range pods {
+		if ok[k] {
+			bound = append(bound, p)
 		}
 	}
-	// 2. Bind them all; undo on the first failure.
-	var bound []*corev1.Pod
-	for i, p := range pods {
-		if err := b.bind(p, podNode[i]); err != nil {
-			return b.fail(g, bound, err)
-		}
-		bound = append(bound, p)
+	if i >= 0 {
+		return b.fail(g, bound, err)
 	}
 	s.stats.Binds += len(bound)
 	g.running = true
@@ -142,6 +151,50 @@ func (b *backend) Start(j *sim.Job) error {
 	s.observe(func(o Observer) { o.Decision("start"); o.BindLatency(lat) })
 	s.logf("%-14s bound to %s", g.id, place)
 	return nil
+}
+
+// maxParallelBinds bounds the API requests (annotation patches, then
+// bindings) that Start has in flight for one gang.
+const maxParallelBinds = 16
+
+// parallel runs f(0..n-1) on at most maxParallelBinds goroutines and waits
+// for all of them. Once one fails, calls not yet started are not made. It
+// returns the lowest failed index and its error (-1, nil when none failed),
+// so the error reported does not depend on goroutine timing. f must only
+// make API requests (and write its own slot of a result slice).
+func (b *backend) parallel(n int, f func(i int) error) (int, error) {
+	if n == 1 {
+		if err := f(0); err != nil {
+			return 0, err
+		}
+		return -1, nil
+	}
+	errs := make([]error, n)
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, maxParallelBinds)
+	for i := range n {
+		sem <- struct{}{}
+		if failed.Load() {
+			<-sem
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := f(i); err != nil {
+				errs[i] = err
+				failed.Store(true)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return i, err
+		}
+	}
+	return -1, nil
 }
 
 // fail undoes a gang's partial binding: the bound pods are deleted (a pod

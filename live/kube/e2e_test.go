@@ -11,11 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"gopkg.in/yaml.v3"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -531,13 +533,16 @@ func TestE2EHostile(t *testing.T) {
 
 // TestE2EHalfBoundAtStart: a gang found half-bound at start is completed to
 // its recorded placement (or rolled back when its recorded node is gone),
-// never left half-bound and never bound twice.
+// never left half-bound and never bound twice. Gang gc's bound pod has
+// already Succeeded when the scheduler starts (a leader stopped between two
+// binds of short pods): its pending pod is still bound to its recorded node.
 func TestE2EHalfBoundAtStart(t *testing.T) {
 	const ns, sched = "halfbound", "gpusim-hb"
 	c := e2e(t, ns)
 	ctx := context.Background()
 	createPodGroup(t, ctx, c, ns, "ga", int64(2))
 	createPodGroup(t, ctx, c, ns, "gb", int64(2))
+	createPodGroup(t, ctx, c, ns, "gc", int64(2))
 	mk := func(group, name, node, place string) {
 		p := e2ePod(ns, name, sched, 4, -1)
 		p.Labels["scheduling.x-k8s.io/pod-group"] = group
@@ -550,16 +555,27 @@ func TestE2EHalfBoundAtStart(t *testing.T) {
 	mk("ga", "ga-1", "gpu-1", "gpu-0:0,1,2,3;gpu-1:0,1,2,3")
 	mk("gb", "gb-0", "gpu-2", "gpu-2:0,1,2,3;gone:0,1,2,3")
 	mk("gb", "gb-1", "gone", "gpu-2:0,1,2,3;gone:0,1,2,3")
+	mk("gc", "gc-0", "gpu-3", "gpu-3:0,1,2,3;gpu-4:0,1,2,3")
+	mk("gc", "gc-1", "gpu-4", "gpu-3:0,1,2,3;gpu-4:0,1,2,3")
 	// A scheduler that died after binding the first pod of each gang.
-	for _, b := range [][2]string{{"ga-0", "gpu-0"}, {"gb-0", "gpu-2"}} {
+	for _, b := range [][2]string{{"ga-0", "gpu-0"}, {"gb-0", "gpu-2"}, {"gc-0", "gpu-3"}} {
 		if err := c.Bind(ctx, ns, b[0], b[1]); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// gc-0 ran and finished before the next scheduler started.
+	gc0 := getPod(t, c, ns, "gc-0")
+	gc0.Status.Phase = corev1.PodSucceeded
+	if _, err := c.Client.CoreV1().Pods(ns).UpdateStatus(ctx, gc0, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	out := t.TempDir()
 	r := startRun(t, c, Options{SchedulerName: sched, Namespace: ns, Scale: 100, OutDir: out})
 	if p := getPod(t, c, ns, "ga-1"); p.Spec.NodeName != "gpu-1" {
 		t.Errorf("ga-1 on %q after the start, want gpu-1 (its recorded node)", p.Spec.NodeName)
+	}
+	if p := getPod(t, c, ns, "gc-1"); p.Spec.NodeName != "gpu-4" {
+		t.Errorf("gc-1 on %q after the start, want gpu-4 (its recorded node; gc-0 had finished)", p.Spec.NodeName)
 	}
 	if _, err := c.Client.CoreV1().Pods(ns).Get(ctx, "gb-0", metav1.GetOptions{}); err == nil {
 		if p := getPod(t, c, ns, "gb-0"); p.DeletionTimestamp == nil {
@@ -581,10 +597,11 @@ func TestE2EHalfBoundAtStart(t *testing.T) {
 	res := r.stop(t)
 	s := readSummary(t, out)
 	k := s.Live.Kube
-	if k.Completed != 1 || k.RolledBack != 1 || k.Adopted != 1 || k.Binds != 1 {
-		t.Errorf("kube summary %+v, want 1 completed, 1 rolled back, 1 adopted, 1 bind\n%s", k, r.log)
+	if k.Completed != 2 || k.RolledBack != 1 || k.Adopted != 2 || k.Binds != 2 || k.Skipped != 0 {
+		t.Errorf("kube summary %+v, want 2 completed, 1 rolled back, 2 adopted, 2 binds, none skipped\n%s", k, r.log)
 	}
-	if len(res.Jobs) != 1 || res.Jobs[0].Spec.ID != "halfbound/ga" || res.Jobs[0].State != sim.StateRunning {
+	if len(res.Jobs) != 2 || res.Jobs[0].Spec.ID != "halfbound/ga" || res.Jobs[0].State != sim.StateRunning ||
+		res.Jobs[1].Spec.ID != "halfbound/gc" || res.Jobs[1].State != sim.StateRunning || res.Jobs[1].Spec.Replicas != 2 {
 		t.Errorf("jobs %+v", res.Jobs)
 	}
 }
@@ -759,3 +776,200 @@ func TestE2EPreemption(t *testing.T) {
 		t.Errorf("%d low-priority pods evicted, summary evictions %d, preemptions %d, want 1\n%s", gone, s.Live.Kube.Evictions, s.Jobs.Preemptions, r.log)
 	}
 }
+
+// TestE2EBindRollback: a bind fails in the middle of a gang during a normal
+// run. Pod gr-2 of a 3-pod PodGroup is terminating (deleted, held by a
+// finalizer) when the gang is placed, so the API server refuses its binding
+// ("being deleted") while gr-0 and gr-1 bind (the three binds are in flight
+// together). The scheduler must delete the two bound pods (a bound pod
+// cannot be unbound), leave no pod bound from the half gang, end the job
+// (its pods are gone) and, once a controller recreates the pods, schedule
+// them as a new job (gr~1) whose three pods all bind.
+func TestE2EBindRollback(t *testing.T) {
+	const ns, sched = "rollback", "gpusim-rb"
+	c := e2e(t, ns)
+	ctx := context.Background()
+	createPodGroup(t, ctx, c, ns, "gr", int64(3))
+	const hold = "gpusim.io/e2e-hold"
+	mk := func(name string, finalizer bool) {
+		t.Helper()
+		p := e2ePod(ns, name, sched, e2eGPUs, -1)
+		p.Labels["scheduling.x-k8s.io/pod-group"] = "gr"
+		if finalizer {
+			p.Finalizers = []string{hold}
+		}
+		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("gr-2", true)
+	if err := c.Client.CoreV1().Pods(ns).Delete(ctx, "gr-2", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if p := getPod(t, c, ns, "gr-2"); p.DeletionTimestamp == nil {
+		t.Fatal("gr-2 is not terminating")
+	}
+	mk("gr-0", false)
+	mk("gr-1", false)
+	out := t.TempDir()
+	r := startRun(t, c, Options{SchedulerName: sched, Namespace: ns, Scale: 100, OutDir: out, Poll: 20 * time.Millisecond})
+	waitFor(t, 30*time.Second, "the rollback", r.log, func() bool {
+		return strings.Contains(r.log.String(), "rollback/gr    bind failed, rolling back")
+	})
+	// What the rollback left: no pod of gr bound (gr-0 and gr-1 deleted).
+	waitFor(t, 10*time.Second, "gr-0 and gr-1 to be deleted", r.log, func() bool {
+		l, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range l.Items {
+			if p.Spec.NodeName != "" {
+				return false
+			}
+		}
+		return len(l.Items) == 1 && l.Items[0].Name == "gr-2"
+	})
+	if !strings.Contains(r.log.String(), "rolling back 2 bound pod(s)") {
+		t.Errorf("the scheduler did not roll back exactly the two bound pods:\n%s", r.log)
+	}
+	if !hasEvent(podEvents(t, c, ns, "gr-2"), "GpusimRollback") {
+		t.Error("no GpusimRollback Event on gr-2")
+	}
+	// A controller recreates the gang: gr-2 goes (finalizer lifted), all three come back.
+	p := getPod(t, c, ns, "gr-2")
+	p.Finalizers = nil
+	if _, err := c.Client.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "gr-2 to go", r.log, func() bool {
+		_, err := c.Client.CoreV1().Pods(ns).Get(ctx, "gr-2", metav1.GetOptions{})
+		return err != nil
+	})
+	for _, n := range []string{"gr-0", "gr-1", "gr-2"} {
+		mk(n, false)
+	}
+	waitFor(t, 30*time.Second, "the recreated gang to be bound", r.log, func() bool {
+		for _, n := range []string{"gr-0", "gr-1", "gr-2"} {
+			if getPod(t, c, ns, n).Spec.NodeName == "" {
+				return false
+			}
+		}
+		return true
+	})
+	res := r.stop(t)
+	s := readSummary(t, out)
+	if s.Live.Kube.Rollbacks != 1 || s.Live.Kube.Binds != 3 {
+		t.Errorf("summary rollbacks %d, binds %d; want 1 rollback and 3 binds (the recreated gang)\n%s", s.Live.Kube.Rollbacks, s.Live.Kube.Binds, r.log)
+	}
+	states := map[sim.JobID]sim.JobState{}
+	for _, j := range res.Jobs {
+		states[j.Spec.ID] = j.State
+	}
+	if len(states) != 2 || states["rollback/gr"] != sim.StateKilled || states["rollback/gr~1"] != sim.StateRunning {
+		t.Errorf("jobs %v, want rollback/gr killed (failed after the rollback) and rollback/gr~1 running\n%s", states, r.log)
+	}
+}
+
+// TestE2EWorkloadGangs: gangs from workload controllers' labels rather than
+// a PodGroup, as the controllers would create them on a real server: an
+// indexed batch/v1 Job (parallelism 2; pods labelled job-name and
+// job-completion-index, owned by the Job) and a JobSet (one replicated Job
+// of 2 replicas x parallelism 1; pods labelled jobset-name and the Job
+// labels). Neither gang starts before its last pod exists.
+func TestE2EWorkloadGangs(t *testing.T) {
+	const ns, sched = "workloads", "gpusim-wl"
+	c := e2e(t, ns)
+	ctx := context.Background()
+	two := int32(2)
+	mode := batchv1.IndexedCompletion
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "ij", Namespace: ns}, Spec: batchv1.JobSpec{
+		Parallelism: &two, Completions: &two, CompletionMode: &mode,
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, SchedulerName: sched,
+			Containers: []corev1.Container{{Name: "train", Image: "registry.invalid/train:1"}}}},
+	}}
+	job, err := c.Client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+		"metadata": map[string]any{"name": "js", "namespace": ns},
+		"spec": map[string]any{"replicatedJobs": []any{map[string]any{
+			"name": "workers", "replicas": int64(2),
+			"template": map[string]any{"spec": map[string]any{"parallelism": int64(1), "completions": int64(1)}},
+		}}},
+	}}
+	if _, err := c.Dynamic.Resource(ownerGVRs["JobSet"]).Namespace(ns).Create(ctx, js, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	jobPod := func(i int) *corev1.Pod {
+		// As the Job controller names and labels an indexed Job's pods
+		// (pkg/controller/job: podGenerateNameWithIndex, addCompletionIndexLabel).
+		p := e2ePod(ns, fmt.Sprintf("ij-%d-x%d", i, i), sched, 4, 600)
+		idx := strconv.Itoa(i)
+		p.Labels = map[string]string{LabelJobName: "ij", LabelJobNameOld: "ij", LabelJobIndex: idx,
+			"batch.kubernetes.io/controller-uid": string(job.UID), "controller-uid": string(job.UID)}
+		p.Annotations["batch.kubernetes.io/job-completion-index"] = idx
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "ij", UID: job.UID, Controller: ptrTo(true)}}
+		return p
+	}
+	setPod := func(i int) *corev1.Pod {
+		// As JobSet's Jobs label their pods (jobset-name, replicatedjob-name,
+		// job-index, plus the Job controller's labels).
+		jn := fmt.Sprintf("js-workers-%d", i)
+		p := e2ePod(ns, jn+"-0-x", sched, 4, 600)
+		p.Labels = map[string]string{LabelJobSet: "js", "jobset.sigs.k8s.io/replicatedjob-name": "workers",
+			"jobset.sigs.k8s.io/job-index": strconv.Itoa(i), LabelJobName: jn, LabelJobIndex: "0"}
+		return p
+	}
+	create := func(p *corev1.Pod) {
+		t.Helper()
+		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
+	r := startRun(t, c, Options{SchedulerName: sched, Namespace: ns, Scale: 100, OutDir: out, Poll: 20 * time.Millisecond})
+	create(jobPod(0))
+	create(setPod(0))
+	time.Sleep(time.Second) // several cycles: neither gang is complete
+	for _, n := range []string{"ij-0-x0", "js-workers-0-0-x"} {
+		if p := getPod(t, c, ns, n); p.Spec.NodeName != "" {
+			t.Fatalf("%s bound to %s before its gang was complete\n%s", n, p.Spec.NodeName, r.log)
+		}
+	}
+	create(jobPod(1))
+	create(setPod(1))
+	names := []string{"ij-0-x0", "ij-1-x1", "js-workers-0-0-x", "js-workers-1-0-x"}
+	waitFor(t, 30*time.Second, "both gangs to be bound", r.log, func() bool {
+		for _, n := range names {
+			if getPod(t, c, ns, n).Spec.NodeName == "" {
+				return false
+			}
+		}
+		return true
+	})
+	res := r.stop(t)
+	log := r.log.String()
+	for _, want := range []string{"workloads/ij   submitted: 2 x 4 GPU (indexed-job, 2 pods)", "workloads/js   submitted: 2 x 4 GPU (jobset, 2 pods)"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+	ids := map[sim.JobID]int32{}
+	for _, j := range res.Jobs {
+		ids[j.Spec.ID] = j.Spec.Replicas
+	}
+	if len(ids) != 2 || ids["workloads/ij"] != 2 || ids["workloads/js"] != 2 {
+		t.Errorf("jobs %v, want workloads/ij and workloads/js with 2 replicas each", ids)
+	}
+	// Each gang under one placement, every pod on the node it records.
+	for _, n := range names {
+		p := getPod(t, c, ns, n)
+		if p.Annotations[AnnotationNode] != p.Spec.NodeName || p.Annotations[AnnotationPlacement] == "" {
+			t.Errorf("%s: bound to %s, annotations %v", n, p.Spec.NodeName, p.Annotations)
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -274,3 +274,47 @@ func TestRecordedGPUs(t *testing.T) {
 		t.Error("truncate")
 	}
 }
+
+// TestFinishedMembers: finished pods join a gang at start only when it is
+// half-bound (a pending member annotated with its node) and they carry the
+// same placement as every unfinished member.
+func TestFinishedMembers(t *testing.T) {
+	const place, other = "gpu-3:0,1;gpu-4:0,1", "gpu-5:0,1;gpu-6:0,1"
+	pod := func(name, node, pl, annNode string) *corev1.Pod {
+		ann := map[string]string{}
+		if pl != "" {
+			ann[AnnotationPlacement] = pl
+		}
+		if annNode != "" {
+			ann[AnnotationNode] = annNode
+		}
+		p := gpuPod(name, "2", ann, nil)
+		p.Spec.NodeName = node
+		return p
+	}
+	done := []*corev1.Pod{pod("a", "gpu-3", place, "gpu-3"), pod("old", "gpu-5", other, "gpu-5")}
+	names := func(ps []*corev1.Pod) []string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		live []*corev1.Pod
+		want []string
+	}{
+		{"pending annotated member", []*corev1.Pod{pod("b", "", place, "gpu-4")}, []string{"a"}},
+		{"pending and bound members", []*corev1.Pod{pod("b", "", place, "gpu-4"), pod("c", "gpu-4", place, "gpu-4")}, []string{"a"}},
+		{"no pending member (all bound)", []*corev1.Pod{pod("b", "gpu-4", place, "gpu-4")}, nil},
+		{"pending without node annotation", []*corev1.Pod{pod("b", "", place, "")}, nil},
+		{"pending without placement (a new pod)", []*corev1.Pod{pod("b", "", "", "")}, nil},
+		{"members disagree on the placement", []*corev1.Pod{pod("b", "", place, "gpu-4"), pod("c", "", other, "gpu-6")}, nil},
+		{"no unfinished member", nil, nil},
+	} {
+		if got := names(finishedMembers(tc.live, done)); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

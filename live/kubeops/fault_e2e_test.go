@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -105,15 +107,25 @@ func TestE2EKubeBadTokenNotLogged(t *testing.T) {
 
 // TestE2EKubeKill9 kills the scheduler with SIGKILL in the middle of
 // binding a gang and restarts it. The first scheduler talks to the API
-// server through a proxy that, once the API server has bound pod g004-1
-// (the second of gang g004's four pods), kills the scheduler before passing
-// the response on: g004 is left with two of four pods bound, deterministically.
+// server through a proxy that holds the binds of g004-2 and g004-3 and,
+// once the API server has bound g004-0 and g004-1 (the binds of a gang are
+// in flight together), kills the scheduler before passing the last response
+// on: g004 is left with two of four pods bound, deterministically.
 // The restarted scheduler (direct connection) must complete it from the
 // gpusim.io/node annotations written before the binds. Checks: every pod
 // ran once, on the node gpusim recorded for it, each gang under one
 // placement, no GPU served two pods at once, every pod Succeeded, no gang
 // bound by both processes, no gang half-bound once the restart settled.
-func TestE2EKubeKill9(t *testing.T) {
+func TestE2EKubeKill9(t *testing.T) { kill9(t, false) }
+
+// TestE2EKubeKill9Finished is TestE2EKubeKill9 with a restart that comes
+// only after g004's two bound pods have Succeeded (the lost-pod case of a
+// leader stopped between two binds of short pods): the restarted scheduler
+// must still complete g004 to its recorded placement, not wait for
+// --gang-timeout and skip its two pending pods.
+func TestE2EKubeKill9Finished(t *testing.T) { kill9(t, true) }
+
+func kill9(t *testing.T, waitFinished bool) {
 	faultTest(t)
 	c := freshCluster(t, 2)
 	scen := scenarioFromDeploy(t)
@@ -121,10 +133,17 @@ func TestE2EKubeKill9(t *testing.T) {
 	startKubelet(t, c)
 	a := startScheduler(t, "first", bp.kubeconfig(t), scen)
 	killed := make(chan struct{})
+	// The scheduler binds a gang's pods concurrently: g004-2 and g004-3's
+	// binds are held at the proxy, and the scheduler is killed once both
+	// g004-0 and g004-1 are bound, whatever their order.
+	bp.setHold(func(pod string) bool { return pod == "g004-2" || pod == "g004-3" })
+	var g004 atomic.Int32
 	bp.setHook(func(pod string) {
-		if pod == "g004-1" {
-			a.kill()
-			close(killed)
+		if pod == "g004-0" || pod == "g004-1" {
+			if g004.Add(1) == 2 {
+				a.kill()
+				close(killed)
+			}
 		}
 	})
 	a.waitReady(t)
@@ -138,6 +157,7 @@ func TestE2EKubeKill9(t *testing.T) {
 		t.Fatal("pod g004-1 was never bound through the proxy")
 	}
 	bp.setHook(nil)
+	bp.setHold(nil)
 	firstBound := a.boundGangs()
 	// What the kill left: gangs with some but not all pods bound.
 	l, err := c.Client.CoreV1().Pods(faultNS).List(context.Background(), metav1.ListOptions{})
@@ -159,6 +179,18 @@ func TestE2EKubeKill9(t *testing.T) {
 	t.Logf("killed with %d gang(s) logged bound %v; half-bound: %v", len(firstBound), firstBound, half)
 	if len(half) != 1 || half[0] != "g004" || bound["g004"] != 2 {
 		t.Fatalf("half-bound gangs %v (g004: %d bound), want exactly g004 with 2 of 4", half, bound["g004"])
+	}
+	if waitFinished {
+		waitFor(t, "g004's bound pods to succeed", 30*time.Second, func() bool {
+			n := 0
+			for _, name := range []string{"g004-0", "g004-1"} {
+				p, err := c.Client.CoreV1().Pods(faultNS).Get(context.Background(), name, metav1.GetOptions{})
+				if err == nil && p.Status.Phase == corev1.PodSucceeded {
+					n++
+				}
+			}
+			return n == 2
+		})
 	}
 
 	b := startScheduler(t, "restarted", kubeconfig(t, c, ""), scen)

@@ -604,6 +604,11 @@ type bindProxy struct {
 	srv  *httptest.Server
 	mu   sync.Mutex
 	hook func(pod string) // the bound pod's name
+	// hold names pods whose binding request is never forwarded: it waits
+	// until the client goes (the scheduler was killed) and then fails, so a
+	// test can pin down which pods of a gang whose binds are in flight
+	// together get bound.
+	hold func(pod string) bool
 	// blockLeases makes every Lease request fail with 503, as a partition
 	// between the scheduler and the API server's coordination API would,
 	// while other requests (binds) still pass.
@@ -662,6 +667,23 @@ func startBindProxy(t testing.TB, c *kubetest.Cluster) *bindProxy {
 			http.Error(w, "partitioned", http.StatusServiceUnavailable)
 			return
 		}
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/binding") {
+			parts := strings.Split(r.URL.Path, "/")
+			bp.mu.Lock()
+			hold := bp.hold
+			bp.mu.Unlock()
+			if hold != nil && len(parts) >= 2 && hold(parts[len(parts)-2]) {
+				// Read the body so that the server notices the client
+				// going (it cancels the request's context then).
+				io.Copy(io.Discard, r.Body)
+				select {
+				case <-r.Context().Done():
+				case <-time.After(30 * time.Second):
+				}
+				http.Error(w, "held", http.StatusServiceUnavailable)
+				return
+			}
+		}
 		rp.ServeHTTP(w, r)
 	}))
 	t.Cleanup(bp.srv.Close)
@@ -690,6 +712,12 @@ func (bp *bindProxy) setHook(h func(pod string)) {
 	bp.mu.Lock()
 	defer bp.mu.Unlock()
 	bp.hook = h
+}
+
+func (bp *bindProxy) setHold(h func(pod string) bool) {
+	bp.mu.Lock()
+	defer bp.mu.Unlock()
+	bp.hold = h
 }
 
 // bindTimes returns the request start of the first bind, the response of
