@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,23 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// One control plane serves all end-to-end tests of the package (starting
-// one costs seconds); each test works in its own namespace.
-var (
-	shared     *Cluster
-	sharedErr  error
-	sharedOnce sync.Once
-	sharedDir  string
-)
+// One control plane serves all end-to-end tests of the package; each test
+// works in its own namespace.
+var shared = &Shared{Prefix: "gpusim-kubetest-"}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared != nil {
-		shared.Stop()
-	}
-	if sharedDir != "" {
-		os.RemoveAll(sharedDir)
-	}
+	shared.Stop()
 	os.Exit(code)
 }
 
@@ -42,35 +30,11 @@ func TestMain(m *testing.M) {
 // GPUSIM_E2E_REQUIRE=1) when the binaries are not built.
 func cluster(t *testing.T, ns string) *Cluster {
 	t.Helper()
-	bin := BinDirOrSkip(t)
-	sharedOnce.Do(func() {
-		sharedDir, sharedErr = os.MkdirTemp("", "gpusim-kubetest-")
-		if sharedErr != nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		start := time.Now()
-		// A free port can be taken between freePorts and the bind: retry
-		// once in a fresh directory.
-		for try := 0; try < 2; try++ {
-			dir := filepath.Join(sharedDir, fmt.Sprint(try))
-			if sharedErr = os.Mkdir(dir, 0o755); sharedErr != nil {
-				return
-			}
-			if shared, sharedErr = Start(ctx, Options{BinDir: bin, Dir: dir}); sharedErr == nil {
-				break
-			}
-		}
-		t.Logf("etcd + kube-apiserver ready in %v", time.Since(start).Round(time.Millisecond))
-	})
-	if sharedErr != nil {
-		t.Fatal(sharedErr)
-	}
-	if err := shared.CreateNamespace(context.Background(), ns); err != nil {
+	c := shared.Get(t)
+	if err := c.CreateNamespace(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}
-	return shared
+	return c
 }
 
 func testCtx(t *testing.T) context.Context {

@@ -160,16 +160,8 @@ func Record(ctx context.Context, f *Fixture, opt Options) (runs []Run, meta map[
 		return nil, nil, SessionFit{}, err
 	}
 	for i := range f.Nodes {
-		n, err := c.CreateGPUNode(ctx, fmt.Sprintf("n%d", i), f.GPUsPerNode, nil)
-		if err != nil {
+		if _, err := c.CreateReadyGPUNode(ctx, fmt.Sprintf("n%d", i), f.GPUsPerNode, nil); err != nil {
 			return nil, nil, SessionFit{}, err
-		}
-		// The API server's TaintNodesByCondition admission taints a new
-		// node not-ready; the node lifecycle controller (not running here)
-		// removes the taint once the node reports Ready.
-		n.Spec.Taints = nil
-		if _, err := c.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-			return nil, nil, SessionFit{}, fmt.Errorf("volcanofid: untaint node %s: %w", n.Name, err)
 		}
 	}
 	if err := createPriorityClasses(ctx, c, f.Jobs); err != nil {

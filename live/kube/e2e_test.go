@@ -34,23 +34,24 @@ import (
 // One control plane (and its 8 GPU nodes) serves every end-to-end test of
 // the package; each test works in its own namespace and runs its own
 // scheduler and FakeKubelet, one test at a time.
-var (
-	e2eCluster *kubetest.Cluster
-	e2eErr     error
-	e2eOnce    sync.Once
-	e2eDir     string
-)
+var e2eShared = &kubetest.Shared{Prefix: "gpusim-kube-e2e-", Setup: func(ctx context.Context, c *kubetest.Cluster) error {
+	if err := c.InstallWorkloadCRDs(ctx); err != nil {
+		return err
+	}
+	for i := 0; i < e2eNodes; i++ {
+		labels := map[string]string{LabelGPUProduct: "H100", DefaultRackLabel: fmt.Sprintf("r%d", i/4)}
+		if _, err := c.CreateReadyGPUNode(ctx, fmt.Sprintf("gpu-%d", i), e2eGPUs, labels); err != nil {
+			return err
+		}
+	}
+	return nil
+}}
 
 const e2eNodes, e2eGPUs = 8, 8
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if e2eCluster != nil {
-		e2eCluster.Stop()
-	}
-	if e2eDir != "" {
-		os.RemoveAll(e2eDir)
-	}
+	e2eShared.Stop()
 	os.Exit(code)
 }
 
@@ -58,51 +59,11 @@ func TestMain(m *testing.M) {
 // ns; it skips (or fails with GPUSIM_E2E_REQUIRE=1) without the binaries.
 func e2e(t *testing.T, ns string) *kubetest.Cluster {
 	t.Helper()
-	bin := kubetest.BinDirOrSkip(t)
-	e2eOnce.Do(func() {
-		e2eDir, e2eErr = os.MkdirTemp("", "gpusim-kube-e2e-")
-		if e2eErr != nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		for try := 0; try < 2; try++ {
-			dir := filepath.Join(e2eDir, strconv.Itoa(try))
-			if e2eErr = os.Mkdir(dir, 0o755); e2eErr != nil {
-				return
-			}
-			if e2eCluster, e2eErr = kubetest.Start(ctx, kubetest.Options{BinDir: bin, Dir: dir}); e2eErr == nil {
-				break
-			}
-		}
-		if e2eErr != nil {
-			return
-		}
-		if e2eErr = e2eCluster.InstallWorkloadCRDs(ctx); e2eErr != nil {
-			return
-		}
-		for i := 0; i < e2eNodes; i++ {
-			labels := map[string]string{LabelGPUProduct: "H100", DefaultRackLabel: fmt.Sprintf("r%d", i/4)}
-			var n *corev1.Node
-			if n, e2eErr = e2eCluster.CreateGPUNode(ctx, fmt.Sprintf("gpu-%d", i), e2eGPUs, labels); e2eErr != nil {
-				return
-			}
-			// The TaintNodesByCondition admission plugin taints a new node
-			// not-ready; the node lifecycle controller (absent here) lifts
-			// it once the node is Ready.
-			n.Spec.Taints = nil
-			if _, e2eErr = e2eCluster.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); e2eErr != nil {
-				return
-			}
-		}
-	})
-	if e2eErr != nil {
-		t.Fatal(e2eErr)
-	}
-	if err := e2eCluster.CreateNamespace(context.Background(), ns); err != nil {
+	c := e2eShared.Get(t)
+	if err := c.CreateNamespace(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}
-	return e2eCluster
+	return c
 }
 
 // e2ePod is a pod of scheduler sched asking for gpus GPUs for dur

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,21 +18,11 @@ import (
 )
 
 // One control plane serves the package's end-to-end tests.
-var (
-	shared     *kubetest.Cluster
-	sharedErr  error
-	sharedOnce sync.Once
-	sharedDir  string
-)
+var shared = &kubetest.Shared{Prefix: "gpusim-kubeops-"}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared != nil {
-		shared.Stop()
-	}
-	if sharedDir != "" {
-		os.RemoveAll(sharedDir)
-	}
+	shared.Stop()
 	os.Exit(code)
 }
 
@@ -41,28 +30,7 @@ func TestMain(m *testing.M) {
 // GPUSIM_E2E_REQUIRE=1) when the binaries are not built.
 func cluster(t *testing.T) *kubetest.Cluster {
 	t.Helper()
-	bin := kubetest.BinDirOrSkip(t)
-	sharedOnce.Do(func() {
-		sharedDir, sharedErr = os.MkdirTemp("", "gpusim-kubeops-")
-		if sharedErr != nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		for try := 0; try < 2; try++ { // a free port can be taken meanwhile
-			dir := filepath.Join(sharedDir, fmt.Sprint(try))
-			if sharedErr = os.Mkdir(dir, 0o755); sharedErr != nil {
-				return
-			}
-			if shared, sharedErr = kubetest.Start(ctx, kubetest.Options{BinDir: bin, Dir: dir}); sharedErr == nil {
-				break
-			}
-		}
-	})
-	if sharedErr != nil {
-		t.Fatal(sharedErr)
-	}
-	return shared
+	return shared.Get(t)
 }
 
 // manifestGVR maps the kinds of deploy/*.yaml to their resources.

@@ -101,17 +101,7 @@ func freshCluster(t testing.TB, nodes int) *kubetest.Cluster {
 	bin := kubetest.BinDirOrSkip(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var c *kubetest.Cluster
-	var err error
-	for try := 0; try < 2; try++ { // a free port can be taken meanwhile
-		dir := filepath.Join(t.TempDir(), "cp")
-		if err = os.Mkdir(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if c, err = kubetest.Start(ctx, kubetest.Options{BinDir: bin, Dir: dir}); err == nil {
-			break
-		}
-	}
+	c, err := kubetest.StartRetry(ctx, kubetest.Options{BinDir: bin, Dir: filepath.Join(t.TempDir(), "cp")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,19 +114,8 @@ func freshCluster(t testing.TB, nodes int) *kubetest.Cluster {
 		t.Fatal(err)
 	}
 	for i := 0; i < nodes; i++ {
-		n, err := c.CreateGPUNode(ctx, fmt.Sprintf("gpu-%03d", i), 8, map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"})
-		if err != nil {
+		if _, err := c.CreateReadyGPUNode(ctx, fmt.Sprintf("gpu-%03d", i), 8, map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}); err != nil {
 			t.Fatal(err)
-		}
-		// The API server's TaintNodesByCondition admission gives a new
-		// node the node.kubernetes.io/not-ready:NoSchedule taint; the node
-		// lifecycle controller (not running here) removes it once the node
-		// is Ready. Do its job.
-		if len(n.Spec.Taints) > 0 {
-			n.Spec.Taints = nil
-			if _, err := c.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-				t.Fatal(err)
-			}
 		}
 	}
 	return c
