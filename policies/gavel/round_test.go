@@ -1,13 +1,33 @@
 package gavel
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
 	"github.com/gpusim/gpusim/workloads"
 )
+
+// runHand runs cfg's jobs under a default Gavel on the hand-worked setting:
+// one V100 and a throughput table giving jobs A and B 1 step/s each (the
+// jobs' Workload names them); cfg's Cluster, Policy and Speed are set here.
+func runHand(t *testing.T, cfg sim.Config) (*Gavel, *sim.Result) {
+	t.Helper()
+	tt, err := workloads.GavelThroughputTable("hand.json", strings.NewReader(`{"v100": {"('A', 1)": {"null": 1.0}, "('B', 1)": {"null": 1.0}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Cluster, err = sim.NewCluster([]sim.NodeSpec{{Name: "v0", GPUModel: "V100", GPUs: 1, CPUMilli: 1000, MemoryMiB: 1024, NVLinkDomain: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(Params{}, tt, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Policy, cfg.Speed, cfg.NoLog = g, &workloads.ThroughputSpeed{Table: tt, Reference: 0}, true
+	return g, simtest.RunConfig(t, cfg)
+}
 
 // The round mechanism by hand: one V100, jobs A and B of 500 steps at 1 step/s,
 // both at t = 0, min_total_duration (x = 1/2 each). Time received starts at half
@@ -20,31 +40,11 @@ import (
 //
 // A is leased out at 360 and B at 720, each keeping all its work.
 func TestRoundsByHand(t *testing.T) {
-	tt, err := workloads.GavelThroughputTable("hand.json", strings.NewReader(`{"v100": {"('A', 1)": {"null": 1.0}, "('B', 1)": {"null": 1.0}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := sim.NewCluster([]sim.NodeSpec{{Name: "v0", GPUModel: "V100", GPUs: 1, CPUMilli: 1000, MemoryMiB: 1024, NVLinkDomain: -1}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	job := func(id string) sim.JobSpec {
 		return sim.JobSpec{ID: sim.JobID(id), Workload: id, Replicas: 1, GPUsPerReplica: 1, GPUMilli: sim.WholeGPU,
 			Duration: 500 * sim.Second, Class: sim.ClassTraining}
 	}
-	g, err := New(Params{}, tt, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: []sim.JobSpec{job("A"), job("B")}, Policy: g,
-		Speed: &workloads.ThroughputSpeed{Table: tt, Reference: 0}, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, res := runHand(t, sim.Config{Jobs: []sim.JobSpec{job("A"), job("B")}})
 	a, b := &res.Jobs[0], &res.Jobs[1]
 	if a.End.Seconds() != 860 || b.End.Seconds() != 1000 {
 		t.Errorf("A ends at %v, B at %v; want 860 and 1000", a.End.Seconds(), b.End.Seconds())
@@ -70,32 +70,12 @@ func TestRoundsByHand(t *testing.T) {
 // Counting A's remaining work from the engine's stale Done (500 steps) would
 // plan a full 360-s micro-task, hold the round to 720 and end B at 820.
 func TestExtendedLeaseCountsSteps(t *testing.T) {
-	tt, err := workloads.GavelThroughputTable("hand.json", strings.NewReader(`{"v100": {"('A', 1)": {"null": 1.0}, "('B', 1)": {"null": 1.0}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := sim.NewCluster([]sim.NodeSpec{{Name: "v0", GPUModel: "V100", GPUs: 1, CPUMilli: 1000, MemoryMiB: 1024, NVLinkDomain: -1}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	jobs := []sim.JobSpec{
 		{ID: "A", Workload: "A", Replicas: 1, GPUsPerReplica: 1, GPUMilli: sim.WholeGPU, Duration: 500 * sim.Second, Class: sim.ClassTraining},
 		{ID: "B", Workload: "B", Replicas: 1, GPUsPerReplica: 1, GPUMilli: sim.WholeGPU, Duration: 100 * sim.Second, Class: sim.ClassTraining,
 			Submit: sim.Time(400 * sim.Second)},
 	}
-	g, err := New(Params{}, tt, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: g,
-		Speed: &workloads.ThroughputSpeed{Table: tt, Reference: 0}, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, res := runHand(t, sim.Config{Jobs: jobs})
 	a, b := &res.Jobs[0], &res.Jobs[1]
 	if a.End.Seconds() != 500 || b.End.Seconds() != 600 {
 		t.Errorf("A ends at %v, B at %v; want 500 and 600", a.End.Seconds(), b.End.Seconds())
@@ -130,31 +110,11 @@ func TestNaturalCompare(t *testing.T) {
 // out at 300 s; the round ends at A's planned end, 360 s. Round 2: B runs its
 // 300 steps and ends at 660 s.
 func TestTimedOutJobLeaves(t *testing.T) {
-	tt, err := workloads.GavelThroughputTable("hand.json", strings.NewReader(`{"v100": {"('A', 1)": {"null": 1.0}, "('B', 1)": {"null": 1.0}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := sim.NewCluster([]sim.NodeSpec{{Name: "v0", GPUModel: "V100", GPUs: 1, CPUMilli: 1000, MemoryMiB: 1024, NVLinkDomain: -1}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	jobs := []sim.JobSpec{
 		{ID: "A", Workload: "A", Replicas: 1, GPUsPerReplica: 1, GPUMilli: sim.WholeGPU, Duration: 500 * sim.Second, Walltime: 300 * sim.Second, Class: sim.ClassTraining},
 		{ID: "B", Workload: "B", Replicas: 1, GPUsPerReplica: 1, GPUMilli: sim.WholeGPU, Duration: 300 * sim.Second, Class: sim.ClassTraining},
 	}
-	g, err := New(Params{}, tt, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := sim.NewEngine(sim.Config{Cluster: c, Jobs: jobs, Policy: g, EnforceWalltime: true,
-		Speed: &workloads.ThroughputSpeed{Table: tt, Reference: 0}, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, res := runHand(t, sim.Config{Jobs: jobs, EnforceWalltime: true})
 	a, b := &res.Jobs[0], &res.Jobs[1]
 	if a.State != sim.StateTimeout || a.End.Seconds() != 300 {
 		t.Errorf("A: %s at %v s, want timeout at 300", a.State, a.End.Seconds())
