@@ -9,8 +9,6 @@ import (
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/apache/arrow/go/v15/parquet"
-	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 
 	"github.com/gpusim/gpusim/sim"
 )
@@ -71,20 +69,7 @@ func TestNativeDAGParquet(t *testing.T) {
 		b.Field(3).(*array.Float64Builder).AppendValues([]float64{5, 5}, nil)
 		b.Field(4).(*array.StringBuilder).AppendValues(deps, nil)
 		b.Field(5).(*array.StringBuilder).AppendValues([]string{"", "train"}, nil)
-		rec := b.NewRecord()
-		defer rec.Release()
-		pq := filepath.Join(t.TempDir(), "j.parquet")
-		f, _ := os.Create(pq)
-		fw, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(), pqarrow.NewArrowWriterProperties())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := fw.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-		fw.Close()
-		f.Close()
-		return pq
+		return writeParquet(t, filepath.Join(t.TempDir(), "j.parquet"), b)
 	}
 	jobs, err := readAll(t, write([]string{"", "p"}))
 	if err != nil {

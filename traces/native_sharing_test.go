@@ -36,6 +36,30 @@ func readAll(t *testing.T, path string) ([]sim.JobSpec, error) {
 	}
 }
 
+// writeParquet writes b's record (its schema and the values appended so far)
+// to the Parquet file path and returns path.
+func writeParquet(t *testing.T, path string, b *array.RecordBuilder) string {
+	t.Helper()
+	rec := b.NewRecord()
+	defer rec.Release()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fw, err := pqarrow.NewFileWriter(rec.Schema(), f, parquet.NewWriterProperties(), pqarrow.NewArrowWriterProperties())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // The optional sharing columns are read from native CSV and Parquet; bad values
 // name the file, line and column.
 func TestNativeSharingColumns(t *testing.T) {
@@ -88,20 +112,7 @@ func TestNativeSharingColumns(t *testing.T) {
 	b.Field(5).(*array.Int64Builder).AppendValues([]int64{24000, 0}, nil)
 	b.Field(6).(*array.Float64Builder).AppendValues([]float64{0.7, 0}, nil)
 	b.Field(7).(*array.StringBuilder).AppendValues([]string{"lm", ""}, nil)
-	rec := b.NewRecord()
-	defer rec.Release()
-	pq := filepath.Join(d, "j.parquet")
-	f, _ := os.Create(pq)
-	fw, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(), pqarrow.NewArrowWriterProperties())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	fw.Close()
-	f.Close()
-	jobs, err = readAll(t, pq)
+	jobs, err = readAll(t, writeParquet(t, filepath.Join(d, "j.parquet"), b))
 	if err != nil {
 		t.Fatal(err)
 	}
