@@ -62,6 +62,22 @@ func Register(info Info, f Factory) {
 	registry[info.Name] = entry{info, f}
 }
 
+// RegisterDecoded registers a policy whose factory only decodes its
+// parameters into a P (strictly, as DecodeParams does) and calls build.
+func RegisterDecoded[P any, T sim.Policy](info Info, build func(P) (T, error)) {
+	Register(info, func(n *yaml.Node, _ Env) (sim.Policy, error) {
+		var p P
+		if err := DecodeParams(n, &p); err != nil {
+			return nil, err
+		}
+		pol, err := build(p)
+		if err != nil {
+			return nil, err // not a typed nil in the interface
+		}
+		return pol, nil
+	})
+}
+
 // Catalog lists every registered policy sorted by name.
 func Catalog() []Info {
 	out := make([]Info, 0, len(registry))

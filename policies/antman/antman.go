@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"slices"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/policies/internal/coloc"
 	"github.com/gpusim/gpusim/policies/placement"
@@ -52,16 +50,9 @@ type Params struct {
 }
 
 func init() {
-	policies.Register(policies.Info{Name: "antman",
+	policies.RegisterDecoded[Params](policies.Info{Name: "antman",
 		Summary: "AntMan (OSDI'20): resource-guarantee jobs on dedicated GPUs; opportunistic jobs on leftover GPU compute/memory or idle GPUs, yielding at once to guarantee jobs.",
-		Params:  "opportunisticPriorityBelow (0); opportunisticQueues; opportunisticClasses; yield: suspend|requeue|migrate; resumeDelay; utilisationLimit (1.0); unknownUtilisation (1.0); strict"},
-		func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
-			var p Params
-			if err := policies.DecodeParams(n, &p); err != nil {
-				return nil, err
-			}
-			return New(p)
-		})
+		Params:  "opportunisticPriorityBelow (0); opportunisticQueues; opportunisticClasses; yield: suspend|requeue|migrate; resumeDelay; utilisationLimit (1.0); unknownUtilisation (1.0); strict"}, New)
 }
 
 // Policy is the antman policy.

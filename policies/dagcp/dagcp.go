@@ -15,8 +15,6 @@ import (
 	"math"
 	"slices"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/policies/placement"
 	"github.com/gpusim/gpusim/sim"
@@ -48,17 +46,11 @@ type Prewarm struct {
 }
 
 func init() {
-	policies.Register(policies.Info{
+	policies.RegisterDecoded[Params](policies.Info{
 		Name:    "dag-critical-path",
 		Summary: "DAG pipelines: longest remaining (predicted) path first, list scheduling (HLFET); non-preemptive.",
 		Params:  "placement (best-fit); strict (false); prewarm {horizon, decay} (off)",
-	}, func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
-		var p Params
-		if err := policies.DecodeParams(n, &p); err != nil {
-			return nil, err
-		}
-		return New(p)
-	})
+	}, New)
 }
 
 // CP is the dag-critical-path policy.

@@ -11,8 +11,6 @@ import (
 	"errors"
 	"fmt"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/policies/internal/coloc"
 	"github.com/gpusim/gpusim/policies/placement"
@@ -46,16 +44,9 @@ type Params struct {
 }
 
 func init() {
-	policies.Register(policies.Info{Name: "gandiva",
+	policies.RegisterDecoded[Params](policies.Info{Name: "gandiva",
 		Summary: "Gandiva (OSDI'18): affinity node sets, packing by sm_util, time-slicing when oversubscribed, introspective un-packing, migration with its cost, grow-shrink.",
-		Params:  "packUtilisation (1.0); unknownUtilisation (1.0); timeSlice, introspect, migrate (true); migrationDelay (45s); placement (best-fit, gangs)"},
-		func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
-			var p Params
-			if err := policies.DecodeParams(n, &p); err != nil {
-				return nil, err
-			}
-			return New(p)
-		})
+		Params:  "packUtilisation (1.0); unknownUtilisation (1.0); timeSlice, introspect, migrate (true); migrationDelay (45s); placement (best-fit, gangs)"}, New)
 }
 
 // how a sharer joined its GPU

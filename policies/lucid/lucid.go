@@ -13,8 +13,6 @@ import (
 	"slices"
 	"strconv"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/policies/internal/coloc"
 	"github.com/gpusim/gpusim/policies/placement"
@@ -52,16 +50,9 @@ type Params struct {
 }
 
 func init() {
-	policies.Register(policies.Info{Name: "lucid",
+	policies.RegisterDecoded[Params](policies.Info{Name: "lucid",
 		Summary: "Lucid (ASPLOS'23): non-preemptive, priority = estimated duration x GPUs; affine-pair packing by sharing score, memory and priority ratio; history duration estimator; optional indolent packing.",
-		Params:  "estimator: history|walltime; scoreSpeeds ([0.95, 0.85]); maxScore (2); priorityRatio (2); unknownUtilisation (1.0); indolent, indolentInterval (100s), indolentWindow (5), indolentThreshold (2); placement (best-fit)"},
-		func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
-			var p Params
-			if err := policies.DecodeParams(n, &p); err != nil {
-				return nil, err
-			}
-			return New(p)
-		})
+		Params:  "estimator: history|walltime; scoreSpeeds ([0.95, 0.85]); maxScore (2); priorityRatio (2); unknownUtilisation (1.0); indolent, indolentInterval (100s), indolentWindow (5), indolentThreshold (2); placement (best-fit)"}, New)
 }
 
 // Policy is the lucid policy.

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/policies/rounds"
 	"github.com/gpusim/gpusim/sim"
@@ -23,17 +21,11 @@ type EngineParams struct {
 }
 
 func init() {
-	policies.Register(policies.Info{
+	policies.RegisterDecoded[EngineParams](policies.Info{
 		Name:    "optimus",
 		Summary: "Optimus (EuroSys'18) as in the Pollux OSDI'21 artifact (Optimus+Oracle+TunedJobs): rounds of 60 s; one GPU per job in order, then one GPU at a time to the largest (t(k) − t(k+1)) × remaining iterations; resizes elastic gangs (trace format pollux-elastic, or any elastic jobs by remaining work / rate; docs/elastic.md).",
 		Params:  "round (60s); perNode (GPUs per node of the step-time model; default the cluster's largest node)",
-	}, func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
-		var p EngineParams
-		if err := policies.DecodeParams(n, &p); err != nil {
-			return nil, err
-		}
-		return NewEngineOptimus(p)
-	})
+	}, NewEngineOptimus)
 }
 
 // NewEngineOptimus builds the engine's Optimus: a rounds.Driver around

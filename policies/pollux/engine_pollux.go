@@ -6,8 +6,6 @@ import (
 	"math"
 	"slices"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/policies/rounds"
 	"github.com/gpusim/gpusim/sim"
@@ -30,17 +28,11 @@ type PolluxParams struct {
 }
 
 func init() {
-	policies.Register(policies.Info{
+	policies.RegisterDecoded[PolluxParams](policies.Info{
 		Name:    "pollux",
 		Summary: "Pollux (OSDI'21) as in its artifact: rounds of 60 s; each job's goodput model fitted from its observed step times, allocations by a greedy optimiser of the power-mean speedup with restart penalty (in place of NSGA-II); each job re-picks its batch size every round and epoch (Plan.AddRate). Jobs: trace format pollux-adaptive (docs/pollux.md).",
 		Params:  "round (60s); p (fairness power, -1); restartPenalty (30s)",
-	}, func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
-		var p PolluxParams
-		if err := policies.DecodeParams(n, &p); err != nil {
-			return nil, err
-		}
-		return NewEnginePollux(p)
-	})
+	}, NewEnginePollux)
 }
 
 // polluxKnobs checks and fills the shared knobs (round, p, restart penalty).

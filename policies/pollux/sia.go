@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/policies/rounds"
 	"github.com/gpusim/gpusim/sim"
@@ -62,17 +60,11 @@ type SiaParams struct {
 }
 
 func init() {
-	policies.Register(policies.Info{
+	policies.RegisterDecoded[SiaParams](policies.Info{
 		Name:    "sia",
 		Summary: "Sia (SOSP'23): rounds of 60 s; per job and (GPU type, nodes, GPUs) configuration the Pollux goodput scaled by the type's throughput, normalised, with Sia's re-allocation factor; one configuration per job minimising Σ G^p + λn·unallocated (p = −0.5, λn = 1.1), the MILP solved exactly by dynamic programming (greedily when too large); jobs re-pick their batch size (Plan.AddRate). Jobs: trace format pollux-adaptive (docs/pollux.md).",
 		Params:  "round (60s); p (-0.5); lambdaN (1.1); restartPenalty (per application: cifar10 30s, imagenet 250s, bert 120s, deepspeech2 25s, yolov3 45s, else 30s)",
-	}, func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
-		var p SiaParams
-		if err := policies.DecodeParams(n, &p); err != nil {
-			return nil, err
-		}
-		return NewSia(p)
-	})
+	}, NewSia)
 }
 
 // NewSia builds the engine's Sia: a rounds.Driver (Repack, Placer) around

@@ -12,8 +12,6 @@ import (
 	"fmt"
 	"slices"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/policies/placement"
 	"github.com/gpusim/gpusim/sim"
@@ -29,17 +27,11 @@ type Params struct {
 }
 
 func init() {
-	policies.Register(policies.Info{
+	policies.RegisterDecoded[Params](policies.Info{
 		Name:    "qssf",
 		Summary: "Helios QSSF (SC'21): shortest predicted GPU-time first (duration predicted from the user's finished jobs), non-preemptive, head-of-line blocking.",
 		Params:  "placement (best-fit); strict (true)",
-	}, func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
-		var p Params
-		if err := policies.DecodeParams(n, &p); err != nil {
-			return nil, err
-		}
-		return New(p)
-	})
+	}, New)
 }
 
 // New builds the policy.

@@ -9,24 +9,15 @@ import (
 	"slices"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/gpusim/gpusim/policies"
 	gplace "github.com/gpusim/gpusim/policies/placement"
 	"github.com/gpusim/gpusim/sim"
 )
 
 func init() {
-	policies.Register(policies.Info{Name: "slurm",
+	policies.RegisterDecoded[Params](policies.Info{Name: "slurm",
 		Summary: "Slurm: partitions (tiers, time limits, overlapping node sets), priority/multifactor with Fair Tree or classic fair share, main scheduler with per-partition blocking, sched/backfill on time limits (bf_window, bf_resolution, bf_max_job_test, bf_job_part_count_reserve), partition_prio/qos preemption (CANCEL/REQUEUE/SUSPEND), advanced reservations.",
-		Params:  "partitions; partitionMapping; priority{weights, maxAge, calcPeriod, decayHalfLife, usageModel, fairTree, favorSmall, smallRelativeToTime}; accounts; qos; qosMapping; schedulerParameters{sched_interval, default_queue_depth, batch_sched_delay, bf_*}; enforcePartLimits; preemptType; preemptMode; preemptExemptTime; reservations; topologyPlugin (flat|tree); nodeSelection (best-fit|first-fit); gangNodes (distinct|shared); requeueDelay; accountingStorage; accountingStorageEnforce; clockOffset; controllerUptime; calcUptime; version (latest|22.05); willRun (exact|windows)"},
-		func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
-			var p Params
-			if err := policies.DecodeParams(n, &p); err != nil {
-				return nil, err
-			}
-			return New(p)
-		})
+		Params:  "partitions; partitionMapping; priority{weights, maxAge, calcPeriod, decayHalfLife, usageModel, fairTree, favorSmall, smallRelativeToTime}; accounts; qos; qosMapping; schedulerParameters{sched_interval, default_queue_depth, batch_sched_delay, bf_*}; enforcePartLimits; preemptType; preemptMode; preemptExemptTime; reservations; topologyPlugin (flat|tree); nodeSelection (best-fit|first-fit); gangNodes (distinct|shared); requeueDelay; accountingStorage; accountingStorageEnforce; clockOffset; controllerUptime; calcUptime; version (latest|22.05); willRun (exact|windows)"}, New)
 }
 
 // unlimited is an infinite time limit.

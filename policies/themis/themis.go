@@ -18,8 +18,6 @@ import (
 	"math"
 	"slices"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/policies/placement"
 	"github.com/gpusim/gpusim/sim"
@@ -44,17 +42,11 @@ type Params struct {
 }
 
 func init() {
-	policies.Register(policies.Info{
+	policies.RegisterDecoded[Params](policies.Info{
 		Name:    "themis",
 		Summary: "Themis (NSDI'20): GPU leases auctioned to the (1-f) fraction of jobs with the worst finish-time fairness ρ = T_shared/T_independent; partial-allocation auction maximising the product of ρ improvements, leftovers to the rest; expired leases not renewed are preempted (progress kept).",
 		Params:  "lease (10m); fairnessKnob f (0.8); placement (best-fit); maxAuctionCells (4000000)",
-	}, func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
-		var p Params
-		if err := policies.DecodeParams(n, &p); err != nil {
-			return nil, err
-		}
-		return New(p)
-	})
+	}, New)
 }
 
 // New builds the policy.

@@ -17,8 +17,6 @@ import (
 	"math"
 	"slices"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/policies/placement"
 	"github.com/gpusim/gpusim/sim"
@@ -60,17 +58,11 @@ type Params struct {
 }
 
 func init() {
-	policies.Register(policies.Info{
+	policies.RegisterDecoded[Params](policies.Info{
 		Name:    "tiresias",
 		Summary: "Tiresias (NSDI'19): discretized 2D-LAS: jobs demoted through priority queues by attained GPU-time, queues in order, FIFO within a queue, no head-of-line blocking; preempted jobs keep their progress.",
 		Params:  "thresholds ([3250s, 7200s]); service: gpu-time|time; promoteKnob (0 = off); placement (best-fit); mode: dlas|sjf; queueOrder: entry|running-first; accounting: exact|simulator",
-	}, func(n *yaml.Node, _ policies.Env) (sim.Policy, error) {
-		var p Params
-		if err := policies.DecodeParams(n, &p); err != nil {
-			return nil, err
-		}
-		return New(p)
-	})
+	}, New)
 }
 
 // New builds the policy.
