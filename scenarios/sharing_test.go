@@ -100,20 +100,12 @@ workload:
 policies:
   - name: fifo
 `
-	_, err := Parse([]byte(src), "s.yaml", nil)
-	if err == nil {
-		t.Fatal("no error")
-	}
-	for _, want := range []string{
+	wantParseErrors(t, src,
 		`s.yaml:10: cluster.pools[0].sharing.mode: unknown sharing mode "slices"`,
 		"s.yaml:11: cluster.pools[0].sharing.clients: must be in 0..48",
 		"s.yaml:13: interference.default: must be in [0, 1]",
 		"s.yaml:14: interference.switchOverhead: must be in [0, 1)",
-	} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error lacks %q:\n%v", want, err)
-		}
-	}
+	)
 }
 
 // sharingDefaults marks a class's jobs shareable: the demo's experiments
@@ -176,5 +168,20 @@ func TestSharingLoopExample(t *testing.T) {
 	}
 	if jct["timeslice"] >= jct["exclusive"] {
 		t.Errorf("mean JCT with sharing %v, without %v", jct["timeslice"], jct["exclusive"])
+	}
+}
+
+// wantParseErrors parses doc as s.yaml and fails t unless that fails with an
+// error containing every one of wants (each a "file:line: field: ..." text).
+func wantParseErrors(t *testing.T, doc string, wants ...string) {
+	t.Helper()
+	_, err := Parse([]byte(doc), "s.yaml", nil)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range wants {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
 	}
 }
