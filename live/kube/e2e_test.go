@@ -655,29 +655,6 @@ func TestE2EShadow(t *testing.T) {
 	}
 }
 
-const kueuePreemptInline = `inline: |
-  apiVersion: kueue.x-k8s.io/v1beta1
-  kind: ResourceFlavor
-  metadata: {name: f}
-  ---
-  apiVersion: kueue.x-k8s.io/v1beta1
-  kind: ClusterQueue
-  metadata: {name: cq}
-  spec:
-    namespaceSelector: {}
-    preemption: {withinClusterQueue: LowerPriority}
-    resourceGroups:
-    - coveredResources: ["nvidia.com/gpu"]
-      flavors:
-      - name: f
-        resources: [{name: nvidia.com/gpu, nominalQuota: 64}]
-  ---
-  apiVersion: kueue.x-k8s.io/v1beta1
-  kind: LocalQueue
-  metadata: {namespace: preempt, name: lq}
-  spec: {clusterQueue: cq}
-`
-
 // TestE2EPreemption: kueue preempts a low-priority workload for a
 // high-priority one (priority from a PriorityClass through the API server's
 // Priority admission); the victim's pod goes through the Eviction API and the
@@ -691,7 +668,7 @@ func TestE2EPreemption(t *testing.T) {
 		t.Fatal(err)
 	}
 	var params yaml.Node
-	if err := yaml.Unmarshal([]byte(kueuePreemptInline), &params); err != nil {
+	if err := yaml.Unmarshal([]byte(kueueParams(64, "{withinClusterQueue: LowerPriority}", "preempt")), &params); err != nil {
 		t.Fatal(err)
 	}
 	pol, err := policies.New("kueue", params.Content[0])

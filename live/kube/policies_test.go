@@ -20,7 +20,16 @@ type nopBackend struct{ started int }
 func (b *nopBackend) Start(*sim.Job) error    { b.started++; return nil }
 func (b *nopBackend) Stop(*sim.Preempt) error { return nil }
 
-const kueueInline = `inline: |
+// kueueParams are kueue policy params with one ResourceFlavor, one
+// ClusterQueue cq (quota GPUs, and the ClusterQueue preemption block
+// preemption, e.g. "{withinClusterQueue: LowerPriority}", when not empty)
+// and LocalQueue ns/lq.
+func kueueParams(quota int, preemption, ns string) string {
+	pre := ""
+	if preemption != "" {
+		pre = "\n    preemption: " + preemption
+	}
+	return fmt.Sprintf(`inline: |
   apiVersion: kueue.x-k8s.io/v1beta1
   kind: ResourceFlavor
   metadata: {name: f}
@@ -29,18 +38,19 @@ const kueueInline = `inline: |
   kind: ClusterQueue
   metadata: {name: cq}
   spec:
-    namespaceSelector: {}
+    namespaceSelector: {}%s
     resourceGroups:
     - coveredResources: ["nvidia.com/gpu"]
       flavors:
       - name: f
-        resources: [{name: nvidia.com/gpu, nominalQuota: 8}]
+        resources: [{name: nvidia.com/gpu, nominalQuota: %d}]
   ---
   apiVersion: kueue.x-k8s.io/v1beta1
   kind: LocalQueue
-  metadata: {namespace: default, name: lq}
+  metadata: {namespace: %s, name: lq}
   spec: {clusterQueue: cq}
-`
+`, pre, quota, ns)
+}
 
 // liveParams are the params TestLiveSubmitGrowth and TestLiveSubmitMatches
 // give a policy (none: its defaults), chosen so that a job table growing
@@ -48,7 +58,7 @@ const kueueInline = `inline: |
 // users (auto-created users extend the association tree), several Volcano
 // queues.
 var liveParams = map[string]string{
-	"kueue": kueueInline,
+	"kueue": kueueParams(8, "", "default"),
 	"slurm": `
 priority:
   weights: {fairshare: 10000, age: 100}
