@@ -61,3 +61,17 @@ func (s *Scenario) FinishOutDir(outDir string, keep, labels []string) error {
 	}
 	return fsutil.SyncDir(outDir)
 }
+
+// finishRuns writes the output directory's manifest (FinishOutDir) for the
+// runs just made, labelled by label, unless the caller owns a shared
+// directory (opts.SharedOutDir) and writes it itself.
+func finishRuns[R any](s *Scenario, opts RunOptions, keep []string, runs []R, label func(*R) string) error {
+	if opts.SharedOutDir {
+		return nil
+	}
+	labels := make([]string, len(runs))
+	for k := range runs {
+		labels[k] = label(&runs[k])
+	}
+	return s.FinishOutDir(opts.OutDir, keep, labels)
+}

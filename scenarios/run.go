@@ -129,14 +129,8 @@ func Run(ctx context.Context, s *Scenario, opts RunOptions) ([]PolicyRun, error)
 	if err != nil {
 		return nil, err
 	}
-	labels := make([]string, len(out))
-	for k := range out {
-		labels[k] = out[k].Label
-	}
-	if !opts.SharedOutDir {
-		if err := s.FinishOutDir(opts.OutDir, keep, labels); err != nil {
-			return nil, err
-		}
+	if err := finishRuns(s, opts, keep, out, func(r *PolicyRun) string { return r.Label }); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
