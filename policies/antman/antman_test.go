@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/policies/antman"
+	"github.com/gpusim/gpusim/policies/internal/policytest"
 	"github.com/gpusim/gpusim/sim"
 	"github.com/gpusim/gpusim/sim/simtest"
 )
@@ -144,20 +144,13 @@ func TestAntManLeftoverAndPartialYield(t *testing.T) {
 }
 
 func TestAntManBadParams(t *testing.T) {
-	for _, tc := range []struct{ params, field string }{
+	policytest.WantParamErrors(t, "antman", [][2]string{
 		{"{yield: kill}", "yield"},
 		{"{resumeDelay: 5s}", "resumeDelay"},
 		{"{opportunisticClasses: [nope]}", "opportunisticClasses[0]"},
 		{"{utilisationLimit: -2}", "utilisationLimit"},
 		{"{typo: 1}", "typo"},
-	} {
-		var n yaml.Node
-		_ = yaml.Unmarshal([]byte(tc.params), &n)
-		_, err := policies.New("antman", n.Content[0])
-		if err == nil || !strings.Contains(err.Error(), tc.field) {
-			t.Errorf("%s: error %v, want one naming %s", tc.params, err, tc.field)
-		}
-	}
+	})
 }
 
 // A suspended opportunistic job resumes into a guarantee job's leftover on its

@@ -3,13 +3,13 @@ package gandiva_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/gpusim/gpusim/policies"
 	"github.com/gpusim/gpusim/policies/gandiva"
+	"github.com/gpusim/gpusim/policies/internal/policytest"
 	"github.com/gpusim/gpusim/sim"
 	"github.com/gpusim/gpusim/sim/simtest"
 )
@@ -146,20 +146,13 @@ func TestGandivaIntrospectionUnpacks(t *testing.T) {
 }
 
 func TestGandivaBadParams(t *testing.T) {
-	for _, tc := range []struct{ params, field string }{
+	policytest.WantParamErrors(t, "gandiva", [][2]string{
 		{"{packUtilisation: -1}", "packUtilisation"},
 		{"{unknownUtilisation: 2}", "unknownUtilisation"},
 		{"{placement: nope}", "placement"},
 		{"{migrationDelay: abc}", "migrationDelay"},
 		{"{bogus: 1}", "bogus"},
-	} {
-		var n yaml.Node
-		_ = yaml.Unmarshal([]byte(tc.params), &n)
-		_, err := policies.New("gandiva", n.Content[0])
-		if err == nil || !strings.Contains(err.Error(), tc.field) {
-			t.Errorf("%s: error %v, want one naming %s", tc.params, err, tc.field)
-		}
-	}
+	})
 }
 
 // checked runs gandiva and, after every scheduling point, checks that each GPU

@@ -3,12 +3,12 @@ package lucid_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/gpusim/gpusim/policies"
+	"github.com/gpusim/gpusim/policies/internal/policytest"
 	"github.com/gpusim/gpusim/policies/lucid"
 	"github.com/gpusim/gpusim/sim"
 	"github.com/gpusim/gpusim/sim/simtest"
@@ -150,7 +150,7 @@ func TestLucidIndolentOff(t *testing.T) {
 }
 
 func TestLucidBadParams(t *testing.T) {
-	for _, tc := range []struct{ params, field string }{
+	policytest.WantParamErrors(t, "lucid", [][2]string{
 		{"{estimator: lgbm}", "estimator"},
 		{"{scoreSpeeds: [0.8, 0.9]}", "scoreSpeeds"},
 		{"{maxScore: 9}", "maxScore"},
@@ -158,14 +158,7 @@ func TestLucidBadParams(t *testing.T) {
 		{"{indolentWindow: -1}", "indolentWindow"},
 		{"{placement: x}", "placement"},
 		{"{nope: 1}", "nope"},
-	} {
-		var n yaml.Node
-		_ = yaml.Unmarshal([]byte(tc.params), &n)
-		_, err := policies.New("lucid", n.Content[0])
-		if err == nil || !strings.Contains(err.Error(), tc.field) {
-			t.Errorf("%s: error %v, want one naming %s", tc.params, err, tc.field)
-		}
-	}
+	})
 }
 
 // Invariants on random workloads (seeded, 300 cases): every job completes, none
