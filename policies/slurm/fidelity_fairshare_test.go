@@ -91,7 +91,7 @@ func TestFidelityFairShare(t *testing.T) {
 				t.Fatalf("recorded.meta: decay_start_s: %v", err)
 			}
 			// usage from Slurm's recorded runs
-			jc, jrows := readCSV(t, filepath.Join(dir, "jobs.csv"))
+			jc, jrows := simtest.ReadCSV(t, filepath.Join(dir, "jobs.csv"))
 			type run struct {
 				acct       string
 				gpus       float64

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gpusim/gpusim/sim/simtest"
 )
 
 // TestFidelityBackfillPlans compares the replay's backfill reservations with
@@ -42,11 +44,11 @@ func TestFidelityBackfillPlans(t *testing.T) {
 			for id, rs := range runs {
 				name[rs[0].jobID] = id
 			}
-			pc, rows := readCSV(t, f)
+			pc, rows := simtest.ReadCSV(t, f)
 			same, cycles := 0, map[int64]bool{}
 			var first string
 			for _, r := range rows {
-				sec := int64(math.Floor(atof(t, r[pc["cycle_s"]])))
+				sec := int64(math.Floor(simtest.Atof(t, r[pc["cycle_s"]])))
 				cycles[sec] = true
 				id := name[r[pc["jobid"]]]
 				w := bfPlan{atoi(t, r[pc["start_s"]]), atoi(t, r[pc["end_s"]]), r[pc["nodes"]]}

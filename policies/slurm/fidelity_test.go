@@ -2,7 +2,6 @@ package slurm
 
 import (
 	"cmp"
-	"encoding/csv"
 	"fmt"
 	"math"
 	"os"
@@ -75,50 +74,17 @@ type fidelityResult struct {
 	offJobs                    []string
 }
 
-func readCSV(t *testing.T, path string) (map[string]int, [][]string) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	if len(rows) < 2 {
-		t.Fatalf("%s: no rows", path)
-	}
-	col := map[string]int{}
-	for i, h := range rows[0] {
-		col[h] = i
-	}
-	return col, rows[1:]
-}
-
-func atoi(t *testing.T, s string) int64 { return int64(atof(t, s)) }
-
-func atof(t *testing.T, s string) float64 {
-	t.Helper()
-	if s == "" {
-		return 0
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
+func atoi(t *testing.T, s string) int64 { return int64(simtest.Atof(t, s)) }
 
 // runFidelity replays fixture dir in gpusim and compares with its recording.
 func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job, map[string][]recRun, *firstNodes) {
 	t.Helper()
 	// recorded runs
-	rc, rrows := readCSV(t, filepath.Join(dir, "recorded.csv"))
+	rc, rrows := simtest.ReadCSV(t, filepath.Join(dir, "recorded.csv"))
 	runs := map[string][]recRun{}
 	for _, r := range rrows {
-		rr := recRun{jobID: r[rc["jobid"]], state: r[rc["state"]], submit: atof(t, r[rc["submit_s"]]), elig: atof(t, r[rc["eligible_s"]]),
-			start: atof(t, r[rc["start_s"]]), end: atof(t, r[rc["end_s"]])}
+		rr := recRun{jobID: r[rc["jobid"]], state: r[rc["state"]], submit: simtest.Atof(t, r[rc["submit_s"]]), elig: simtest.Atof(t, r[rc["eligible_s"]]),
+			start: simtest.Atof(t, r[rc["start_s"]]), end: simtest.Atof(t, r[rc["end_s"]])}
 		if n := r[rc["nodes"]]; n != "" {
 			rr.nodes = strings.Split(n, "|")
 		}
@@ -128,7 +94,7 @@ func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job,
 		slices.SortFunc(rs, func(a, b recRun) int { return cmp.Compare(a.start, b.start) })
 	}
 	// jobs: recorded submit, the last run's length
-	jc, jrows := readCSV(t, filepath.Join(dir, "jobs.csv"))
+	jc, jrows := simtest.ReadCSV(t, filepath.Join(dir, "jobs.csv"))
 	var specs []sim.JobSpec
 	for _, r := range jrows {
 		id := r[jc["id"]]
@@ -206,9 +172,9 @@ func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job,
 	rec := &firstNodes{Slurm: pol.(*Slurm), nodes: map[sim.JobRef][]sim.NodeID{}, plans: map[int64]map[string]bfPlan{}}
 	if _, err := os.Stat(filepath.Join(dir, "bfcycles.csv")); err == nil {
 		// the backfill cycles at the times the recording logged
-		cc, crows := readCSV(t, filepath.Join(dir, "bfcycles.csv"))
+		cc, crows := simtest.ReadCSV(t, filepath.Join(dir, "bfcycles.csv"))
 		for _, r := range crows {
-			if x := atof(t, r[cc["cycle_s"]]); x >= 0 {
+			if x := simtest.Atof(t, r[cc["cycle_s"]]); x >= 0 {
 				rec.Slurm.bfCycles = append(rec.Slurm.bfCycles, sim.Time(sim.Seconds(x)))
 			}
 		}

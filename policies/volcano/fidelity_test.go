@@ -2,14 +2,12 @@ package volcano
 
 import (
 	"cmp"
-	"encoding/csv"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -137,35 +135,6 @@ type vcResult struct {
 	lines                                     []string // every run's starts
 }
 
-func readVCCSV(t *testing.T, path string) (map[string]int, [][]string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
-	if err != nil || len(rows) < 2 {
-		t.Fatalf("%s: %v (%d rows)", path, err, len(rows))
-	}
-	col := map[string]int{}
-	for i, h := range rows[0] {
-		col[h] = i
-	}
-	return col, rows[1:]
-}
-
-func num(t *testing.T, s string) float64 {
-	t.Helper()
-	if s == "" {
-		return 0
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
 // replayVolcano replays fixture dir in gpusim and compares with the recording.
 // With grid the policy keeps its own session grid (multiples of the period)
 // instead of vc-scheduler's logged sessions: the measured effect of that
@@ -192,9 +161,9 @@ func replayVolcano(t *testing.T, dir string, grid bool) vcResult {
 	if b, err := os.ReadFile(filepath.Join(dir, "sessions.csv")); err == nil {
 		lines := strings.Fields(string(b))
 		for _, l := range lines[1:] {
-			sessions = append(sessions, num(t, l))
+			sessions = append(sessions, simtest.Atof(t, l))
 			if !grid {
-				replay = append(replay, sim.Time(sim.Seconds(num(t, l))))
+				replay = append(replay, sim.Time(sim.Seconds(simtest.Atof(t, l))))
 			}
 		}
 	}
@@ -211,7 +180,7 @@ func replayVolcano(t *testing.T, dir string, grid bool) vcResult {
 		return bound
 	}
 
-	rc, rrows := readVCCSV(t, filepath.Join(dir, "recorded.csv"))
+	rc, rrows := simtest.ReadCSV(t, filepath.Join(dir, "recorded.csv"))
 	runs := map[string][]vcRun{}
 	// The recorded grace period starts when the kubelets' stand-in sees an
 	// evicted pod's deletion, after Volcano's evict calls (UpdateStatus,
@@ -220,15 +189,15 @@ func replayVolcano(t *testing.T, dir string, grid bool) vcResult {
 	var lag float64
 	var evictions int
 	for _, r := range rrows {
-		vr := vcRun{run: int(num(t, r[rc["run"]])), evicted: r[rc["evicted"]] == "1",
-			created: num(t, r[rc["created_s"]]) + cacheLag*fx.TimeScale/0.5, start: decided(num(t, r[rc["start_s"]])), end: num(t, r[rc["end_s"]]),
-			pgSecond: int64(num(t, r[rc["pg_created_s"]])), pgUID: r[rc["pg_uid"]]}
+		vr := vcRun{run: int(simtest.Atof(t, r[rc["run"]])), evicted: r[rc["evicted"]] == "1",
+			created: simtest.Atof(t, r[rc["created_s"]]) + cacheLag*fx.TimeScale/0.5, start: decided(simtest.Atof(t, r[rc["start_s"]])), end: simtest.Atof(t, r[rc["end_s"]]),
+			pgSecond: int64(simtest.Atof(t, r[rc["pg_created_s"]])), pgUID: r[rc["pg_uid"]]}
 		if k, ok := rc["cached_s"]; ok && r[k] != "" {
 			// when vc-scheduler's cache had the PodGroup and all its pods
-			vr.created = max(num(t, r[k]), vr.created-cacheLag*fx.TimeScale/0.5)
+			vr.created = max(simtest.Atof(t, r[k]), vr.created-cacheLag*fx.TimeScale/0.5)
 		}
 		if k, ok := rc["evict_seen_s"]; ok && vr.evicted && r[k] != "" && !grid {
-			seen := num(t, r[k])
+			seen := simtest.Atof(t, r[k])
 			lag += seen - decided(seen)
 			evictions++
 		}
@@ -247,7 +216,7 @@ func replayVolcano(t *testing.T, dir string, grid bool) vcResult {
 		t.Fatal(err)
 	}
 	pol.replaySessions = replay
-	jc, jrows := readVCCSV(t, filepath.Join(dir, "jobs.csv"))
+	jc, jrows := simtest.ReadCSV(t, filepath.Join(dir, "jobs.csv"))
 	type jobRow struct {
 		spec    sim.JobSpec
 		nominal float64
@@ -264,11 +233,11 @@ func replayVolcano(t *testing.T, dir string, grid bool) vcResult {
 		class[id] = strings.Join(slices.Delete(slices.Clone(r), jc["id"], jc["id"]+1), ",")
 		slices.SortFunc(rs, func(a, b vcRun) int { return a.run - b.run })
 		last := rs[len(rs)-1]
-		sp := sim.JobSpec{ID: sim.JobID(id), Queue: r[jc["queue"]], Priority: int32(num(t, r[jc["priority"]])),
-			Replicas: int32(num(t, r[jc["replicas"]])), GPUsPerReplica: int32(num(t, r[jc["gpus"]])), GPUMilli: sim.WholeGPU,
-			CPUMilli: int64(num(t, r[jc["cpu_milli"]])), MemoryMiB: int64(num(t, r[jc["memory_mib"]])),
+		sp := sim.JobSpec{ID: sim.JobID(id), Queue: r[jc["queue"]], Priority: int32(simtest.Atof(t, r[jc["priority"]])),
+			Replicas: int32(simtest.Atof(t, r[jc["replicas"]])), GPUsPerReplica: int32(simtest.Atof(t, r[jc["gpus"]])), GPUMilli: sim.WholeGPU,
+			CPUMilli: int64(simtest.Atof(t, r[jc["cpu_milli"]])), MemoryMiB: int64(simtest.Atof(t, r[jc["memory_mib"]])),
 			Duration: sim.Seconds(last.end - last.start)}
-		nominal := num(t, r[jc["submit_s"]])
+		nominal := simtest.Atof(t, r[jc["submit_s"]])
 		arrive[nominal] = max(arrive[nominal], rs[0].created)
 		jobs = append(jobs, jobRow{sp, nominal})
 	}

@@ -4,9 +4,11 @@ package simtest
 
 import (
 	"context"
+	"encoding/csv"
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -170,4 +172,41 @@ func ReadMeta(t testing.TB, path string) map[string]string {
 		}
 	}
 	return m
+}
+
+// ReadCSV reads a fixture's CSV file with a header row, failing t when it
+// cannot be read or has no data row; it returns the column index by header
+// name and the data rows.
+func ReadCSV(t testing.TB, path string) (map[string]int, [][]string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if len(rows) < 2 {
+		t.Fatalf("%s: no rows", path)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	return col, rows[1:]
+}
+
+// Atof parses a fixture's number ("" is 0), failing t on a bad one.
+func Atof(t testing.TB, s string) float64 {
+	t.Helper()
+	if s == "" {
+		return 0
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
