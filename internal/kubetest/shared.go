@@ -1,6 +1,7 @@
 package kubetest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -100,4 +101,25 @@ func (c *Cluster) CreateReadyGPUNode(ctx context.Context, name string, gpus int,
 		return nil, fmt.Errorf("kubetest: untaint node %s: %w", name, err)
 	}
 	return n, nil
+}
+
+// SyncBuffer is a bytes.Buffer safe for concurrent writers and readers (a
+// scheduler's log read by a test while the scheduler writes it).
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns everything written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

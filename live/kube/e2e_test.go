@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -100,31 +99,14 @@ type runner struct {
 	cancel context.CancelFunc
 	done   chan error
 	res    *sim.Result
-	log    *syncBuffer
+	log    *kubetest.SyncBuffer
 	ready  chan struct{}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func startRun(t *testing.T, c *kubetest.Cluster, opt Options) *runner {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &runner{cancel: cancel, done: make(chan error, 1), log: &syncBuffer{}, ready: make(chan struct{})}
+	r := &runner{cancel: cancel, done: make(chan error, 1), log: &kubetest.SyncBuffer{}, ready: make(chan struct{})}
 	opt.Client, opt.Dynamic, opt.Log = c.Client, c.Dynamic, r.log
 	opt.Ready = func() { close(r.ready) }
 	opt.Done = func(res *sim.Result) { r.res = res }
@@ -181,7 +163,7 @@ func mustPolicy(t *testing.T, name string) sim.Policy {
 
 // waitFor polls cond every 100 ms until it holds or d passes (then it
 // fails with the tail of log).
-func waitFor(t *testing.T, d time.Duration, what string, log *syncBuffer, cond func() bool) {
+func waitFor(t *testing.T, d time.Duration, what string, log *kubetest.SyncBuffer, cond func() bool) {
 	t.Helper()
 	end := time.Now().Add(d)
 	for !cond() {

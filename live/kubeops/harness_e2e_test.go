@@ -1,7 +1,6 @@
 package kubeops
 
 import (
-	"bytes"
 	"context"
 	"encoding/pem"
 	"fmt"
@@ -189,30 +188,12 @@ func scenarioFromDeploy(t testing.TB) string {
 	return ""
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // schedProc is one gpusim scheduler process.
 type schedProc struct {
 	name     string
 	cmd      *exec.Cmd
-	stdout   syncBuffer
-	stderr   syncBuffer
+	stdout   kubetest.SyncBuffer
+	stderr   kubetest.SyncBuffer
 	out      string // -o directory
 	done     chan struct{}
 	exitCode int
