@@ -28,6 +28,7 @@ import (
 	_ "github.com/gpusim/gpusim/policies/kueue" // registers kueue
 	"github.com/gpusim/gpusim/reports"
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
 )
 
 // One control plane (and its 8 GPU nodes) serves every end-to-end test of
@@ -350,15 +351,7 @@ func simVsLive(t *testing.T, policy string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := sim.NewEngine(sim.Config{Cluster: cl, Jobs: jobs, Policy: mustPolicy(t, policy)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := e.Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
+		return simtest.RunConfig(t, sim.Config{Cluster: cl, Jobs: jobs, Policy: mustPolicy(t, policy)})
 	}
 	sres := simulate(twin)
 	ft := reports.CompareFidelity(policy, reports.JobRows(simulate(jobs)), reports.JobRows(live))

@@ -1,8 +1,6 @@
 package pollux_test
 
 import (
-	"context"
-	"fmt"
 	"testing"
 
 	"github.com/gpusim/gpusim/policies/pollux"
@@ -17,37 +15,11 @@ import (
 // returns the mean JCT in seconds.
 func engineOptimusMeanJCT(tb testing.TB, load string, w int) float64 {
 	tb.Helper()
-	dir := "workloads"
-	if load == "0.5" {
-		dir = "workloads-0.5"
-	}
-	jobs, _, err := traces.ReadJobs(traces.FormatPolluxElastic, fmt.Sprintf("../../workloads/pollux/data/%s/workload-%d.csv", dir, w))
-	if err != nil {
-		tb.Fatal(err)
-	}
 	pol, err := pollux.NewEngineOptimus(pollux.EngineParams{})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	delay := 30 * sim.Second
-	e, err := sim.NewEngine(sim.Config{Cluster: simtest.Cluster(tb, simtest.Nodes(16, 4)), Jobs: jobs, Policy: pol,
-		CheckpointRestore: delay, RescaleDelay: &delay, NoLog: true})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	res, err := e.Run(context.Background())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var sum float64
-	for i := range res.Jobs {
-		j := &res.Jobs[i]
-		if j.State != sim.StateCompleted {
-			tb.Fatalf("job %s: %s", j, j.State)
-		}
-		sum += (j.End - sim.Time(j.Spec.Submit)).Seconds()
-	}
-	return sum / float64(len(res.Jobs))
+	return engineMeanJCT(tb, pol, traces.FormatPolluxElastic, load, w)
 }
 
 // TestEngineOptimusFidelity: the engine's Optimus on elastic gangs (format
