@@ -83,11 +83,36 @@ func (a admissionDiff) String() string {
 	return fmt.Sprintf("%s run %d: Kueue %.3f gpusim %.3f", a.id, a.run, a.kueue, a.sim)
 }
 
-// runRecorder records gpusim's admissions and evictions per job.
+// runRecorder records gpusim's admissions and evictions per job. In the
+// measured-timing replay it is also the kueue policy's replayGrace: each
+// eviction of a job gets the grace that Kueue's eviction of the same number
+// measured (released_s - evicted_s), or the policy's own grace once those
+// run out.
 type runRecorder struct {
 	*Kueue
-	grace float64
-	runs  map[sim.JobRef][]replayRun
+	runs    map[sim.JobRef][]replayRun
+	graces  map[sim.JobID][]sim.Duration // recorded graces not yet used, in eviction order
+	decided map[sim.JobRef][]sim.Time     // gpusim's evictions not yet carried out
+}
+
+// grace is the kueue policy's replayGrace hook.
+func (r *runRecorder) grace(j *sim.Job, now sim.Time) sim.Duration {
+	r.decided[j.Ref] = append(r.decided[j.Ref], now)
+	if gs := r.graces[j.Spec.ID]; len(gs) > 0 {
+		r.graces[j.Spec.ID] = gs[1:]
+		return gs[0]
+	}
+	return r.Kueue.grace
+}
+
+// popDecided returns when the eviction of j now carried out was decided.
+func (r *runRecorder) popDecided(j sim.JobRef) float64 {
+	ds := r.decided[j]
+	if len(ds) == 0 {
+		panic(fmt.Sprintf("job %d evicted without a decision", j))
+	}
+	r.decided[j] = ds[1:]
+	return ds[0].Seconds()
 }
 
 func (r *runRecorder) Observe(v *sim.View, e sim.Event) {
@@ -95,18 +120,27 @@ func (r *runRecorder) Observe(v *sim.View, e sim.Event) {
 	switch e.Kind {
 	case sim.EvStart:
 		r.runs[e.Job] = append(r.runs[e.Job], replayRun{admitted: t, evicted: math.NaN()})
-	case sim.EvEvict: // admitted and evicted before it started: both now
-		r.runs[e.Job] = append(r.runs[e.Job], replayRun{admitted: t, evicted: t})
+	case sim.EvEvict: // admitted and evicted before it started, in the instant it was admitted
+		d := r.popDecided(e.Job)
+		r.runs[e.Job] = append(r.runs[e.Job], replayRun{admitted: d, evicted: d})
 	case sim.EvPreempt: // after the grace period that followed the eviction
 		if rs := r.runs[e.Job]; len(rs) > 0 {
-			rs[len(rs)-1].evicted = t - r.grace
+			rs[len(rs)-1].evicted = r.popDecided(e.Job)
 		}
 	}
 	r.Kueue.Observe(v, e)
 }
 
-// replayFidelity replays fixture dir in gpusim and compares it with the recording.
-func replayFidelity(t *testing.T, dir string) kueueFidelity {
+// replayFidelity replays fixture dir in gpusim and compares it with the
+// recording. With measured, the replay plays the recording's measured
+// timing, so that what is compared is Kueue's decisions: each job runs for
+// its recorded length (finished_s - admitted_s of its run that finished)
+// and each eviction's victim releases its quota after the lag recorded for
+// that eviction (released_s - evicted_s). Without, each job runs its
+// duration_s and every victim releases evictionGracePeriod after its
+// eviction (the replay before issue 17's race fixtures; docs/fidelity.md
+// gives both).
+func replayFidelity(t *testing.T, dir string, measured bool) kueueFidelity {
 	t.Helper()
 	jobs, err := kueuefid.ReadJobs(filepath.Join(dir, "jobs.csv"))
 	if err != nil {
@@ -127,12 +161,17 @@ func replayFidelity(t *testing.T, dir string) kueueFidelity {
 	var specs []sim.JobSpec
 	pods := 0
 	for _, j := range jobs {
-		submit := j.Submit
+		submit, dur := j.Submit, j.Duration
 		if rs := rec[j.ID]; len(rs) > 0 {
 			submit = rs[0].Created
 		}
+		for _, r := range rec[j.ID] {
+			if measured && !math.IsNaN(r.Finished) {
+				dur = r.Finished - r.Admitted
+			}
+		}
 		specs = append(specs, sim.JobSpec{ID: sim.JobID(j.ID), Submit: sim.Time(sim.Seconds(submit)), Queue: j.Queue,
-			GPUsPerReplica: j.GPUs, Replicas: j.Replicas, GPUMilli: sim.WholeGPU, Duration: sim.Seconds(j.Duration), Priority: j.Priority})
+			GPUsPerReplica: j.GPUs, Replicas: j.Replicas, GPUMilli: sim.WholeGPU, Duration: sim.Seconds(dur), Priority: j.Priority})
 		pods += int(j.Replicas)
 	}
 	slices.SortStableFunc(specs, func(a, b sim.JobSpec) int { return cmp.Compare(a.Submit, b.Submit) })
@@ -149,7 +188,15 @@ func replayFidelity(t *testing.T, dir string) kueueFidelity {
 		t.Fatalf("%s/params.yaml: %v", dir, err)
 	}
 	k := pol.(*Kueue)
-	r := &runRecorder{Kueue: k, grace: k.grace.Seconds(), runs: map[sim.JobRef][]replayRun{}}
+	r := &runRecorder{Kueue: k, runs: map[sim.JobRef][]replayRun{}, graces: map[sim.JobID][]sim.Duration{}, decided: map[sim.JobRef][]sim.Time{}}
+	k.replayGrace = r.grace
+	for id, rs := range rec {
+		for _, rr := range rs {
+			if measured && !math.IsNaN(rr.Evicted) && !math.IsNaN(rr.Released) {
+				r.graces[sim.JobID(id)] = append(r.graces[sim.JobID(id)], sim.Seconds(rr.Released-rr.Evicted))
+			}
+		}
+	}
 	res := simtest.RunConfig(t, sim.Config{Cluster: simtest.Cluster(t, simtest.Nodes(pods, 8)), Jobs: specs, Policy: r, Seed: 1})
 	got := map[string][]replayRun{}
 	for i := range res.Jobs {
@@ -269,7 +316,7 @@ func TestKueueFidelity(t *testing.T) {
 			if want.Tolerance <= 0 {
 				t.Fatalf("%s/want.yaml: tolerance: must be > 0", dir)
 			}
-			f := replayFidelity(t, dir)
+			f := replayFidelity(t, dir, true)
 			off, offRuns := f.offCount(want.Tolerance)
 			t.Logf("| %s | %d | %v | %v (%d/%d) | %v (%d) | %d | %d | %.2f s |", name, f.jobs, f.admittedSame, f.evictedSame,
 				f.evictionsKueue, f.evictionsSim, f.orderSame, f.inversions, f.admissions, f.admissions-off, f.maxDiff)

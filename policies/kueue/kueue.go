@@ -191,12 +191,16 @@ type Kueue struct {
 	cycles     int64
 	ext                  // Configuration features: fair sharing, AFS, waitForPodsReady (fairsharing.go)
 	tas        *tasState // topology-aware scheduling (tas.go); nil without TAS flavors
+	// replayGrace, when set (the fidelity test only, replay.go), gives each
+	// eviction's grace period in place of grace.
+	replayGrace func(j *sim.Job, now sim.Time) sim.Duration
 }
 
 type eviction struct {
-	w  *workload // the victim
-	by *workload // the preemptor waiting for it
-	at sim.Time
+	w     *workload // the victim
+	by    *workload // the preemptor waiting for it
+	at    sim.Time
+	grace sim.Duration // at minus when Kueue evicted it (graceFor)
 }
 
 // wrapEach prefixes every error of a join (or err itself) with prefix.

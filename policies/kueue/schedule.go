@@ -113,7 +113,7 @@ func (k *Kueue) evict(p *sim.Plan, ev eviction) error {
 	k.release(w)
 	w.state = wlPending
 	if wasRunning {
-		if err := p.AddPreemptAfterGrace(w.job.Ref, sim.PreemptRequeue, "kueue preemption", k.grace); err != nil {
+		if err := p.AddPreemptAfterGrace(w.job.Ref, sim.PreemptRequeue, "kueue preemption", ev.grace); err != nil {
 			return err
 		}
 	} else if err := p.Evict(w.job.Ref); err != nil {
@@ -263,7 +263,8 @@ func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
 			for _, t := range targets {
 				t.claimed = k.claimGen
 				t.evicting = true
-				k.evictions = append(k.evictions, eviction{w: t, by: w, at: now.Add(k.grace)})
+				g := k.graceFor(t, now)
+				k.evictions = append(k.evictions, eviction{w: t, by: w, at: now.Add(g), grace: g})
 			}
 			w.waitVict += len(targets)
 			// The preemptor reserves its quota now, so no other workload (of this
@@ -290,8 +291,9 @@ func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
 		k.tasStart(p, e) // a TAS workload starts on its topology assignment
 		admitted++
 	}
-	// Zero grace: victims terminate within this scheduling point.
-	if k.grace == 0 {
+	// Zero grace: victims terminate within this scheduling point (in the
+	// fidelity replay, those whose recorded grace is zero).
+	if k.grace == 0 || k.replayGrace != nil {
 		keep := k.evictions[:0]
 		for _, ev := range k.evictions {
 			if ev.at <= now {
