@@ -92,7 +92,7 @@ type runRecorder struct {
 	*Kueue
 	runs    map[sim.JobRef][]replayRun
 	graces  map[sim.JobID][]sim.Duration // recorded graces not yet used, in eviction order
-	decided map[sim.JobRef][]sim.Time     // gpusim's evictions not yet carried out
+	decided map[sim.JobRef][]sim.Time    // gpusim's evictions not yet carried out
 }
 
 // grace is the kueue policy's replayGrace hook.
