@@ -93,6 +93,7 @@ type runRecorder struct {
 	runs    map[sim.JobRef][]replayRun
 	graces  map[sim.JobID][]sim.Duration // recorded graces not yet used, in eviction order
 	decided map[sim.JobRef][]sim.Time    // gpusim's evictions not yet carried out
+	errs    []string
 }
 
 // grace is the kueue policy's replayGrace hook.
@@ -109,7 +110,8 @@ func (r *runRecorder) grace(j *sim.Job, now sim.Time) sim.Duration {
 func (r *runRecorder) popDecided(j sim.JobRef) float64 {
 	ds := r.decided[j]
 	if len(ds) == 0 {
-		panic(fmt.Sprintf("job %d evicted without a decision", j))
+		r.errs = append(r.errs, fmt.Sprintf("job %d evicted without a decision (replayGrace not called)", j))
+		return math.NaN()
 	}
 	r.decided[j] = ds[1:]
 	return ds[0].Seconds()
@@ -198,6 +200,9 @@ func replayFidelity(t *testing.T, dir string, measured bool) kueueFidelity {
 		}
 	}
 	res := simtest.RunConfig(t, sim.Config{Cluster: simtest.Cluster(t, simtest.Nodes(pods, 8)), Jobs: specs, Policy: r, Seed: 1})
+	if len(r.errs) > 0 {
+		t.Fatal(strings.Join(r.errs, "\n"))
+	}
 	got := map[string][]replayRun{}
 	for i := range res.Jobs {
 		got[string(res.Jobs[i].Spec.ID)] = r.runs[res.Jobs[i].Ref]
