@@ -43,6 +43,11 @@ type fidelityWant struct {
 	MaxInversions int `yaml:"maxInversions"`
 	// EvictionsDiffer allows different evicted sets or counts.
 	EvictionsDiffer bool `yaml:"evictionsDiffer"`
+	// NominalEvictions, when set, is how many evictions gpusim makes with
+	// the nominal timing (duration_s, evictionGracePeriod) instead of the
+	// recorded one: on the race fixtures it differs from Kueue's count,
+	// which shows that the recording's timing decides the race.
+	NominalEvictions *int `yaml:"nominalEvictions"`
 }
 
 // orderGap is how far apart (s) two of Kueue's admissions must be for their
@@ -337,6 +342,14 @@ func TestKueueFidelity(t *testing.T) {
 			}
 			if off > want.MaxOff {
 				t.Errorf("%d admissions off by more than %.1f s (want at most %d):\n%s", off, want.Tolerance, want.MaxOff, strings.Join(offRuns, "\n"))
+			}
+			nom := replayFidelity(t, dir, false)
+			nomOff, _ := nom.offCount(want.Tolerance)
+			t.Logf("  nominal timing: admitted same %v, evicted same %v (%d/%d), order same %v (%d), within tol %d/%d, max |Δ| %.2f s",
+				nom.admittedSame, nom.evictedSame, nom.evictionsKueue, nom.evictionsSim, nom.orderSame, nom.inversions,
+				nom.admissions-nomOff, nom.admissions, nom.maxDiff)
+			if want.NominalEvictions != nil && nom.evictionsSim != *want.NominalEvictions {
+				t.Errorf("with nominal timing gpusim made %d evictions, want %d", nom.evictionsSim, *want.NominalEvictions)
 			}
 			if testing.Verbose() {
 				for _, a := range f.runs {
