@@ -149,6 +149,13 @@ func (r *runRecorder) Observe(v *sim.View, e sim.Event) {
 // gives both).
 func replayFidelity(t *testing.T, dir string, measured bool) kueueFidelity {
 	t.Helper()
+	jobs, rec := readFixture(t, dir)
+	return replayRecording(t, dir, jobs, rec, measured)
+}
+
+// readFixture reads a fixture's jobs and its recorded runs by job, in run order.
+func readFixture(t *testing.T, dir string) ([]kueuefid.Job, map[string][]kueuefid.Run) {
+	t.Helper()
 	jobs, err := kueuefid.ReadJobs(filepath.Join(dir, "jobs.csv"))
 	if err != nil {
 		t.Fatal(err)
@@ -164,6 +171,13 @@ func replayFidelity(t *testing.T, dir string, measured bool) kueueFidelity {
 	for _, rs := range rec {
 		slices.SortFunc(rs, func(a, b kueuefid.Run) int { return a.Run - b.Run })
 	}
+	return jobs, rec
+}
+
+// replayRecording is replayFidelity on jobs and recording rec (fixture dir's
+// params.yaml and manifests).
+func replayRecording(t *testing.T, dir string, jobs []kueuefid.Job, rec map[string][]kueuefid.Run, measured bool) kueueFidelity {
+	t.Helper()
 	// the jobs, submitted when the recorder created them
 	var specs []sim.JobSpec
 	pods := 0
@@ -399,5 +413,35 @@ func TestCompareKueue(t *testing.T) {
 	got["b"] = nil
 	if f = compareKueue(jobs, rec, got); f.admittedSame {
 		t.Fatalf("got %+v", f)
+	}
+}
+
+// The replay follows the recorded timing, not the nominal one: the race of
+// priority-race, hand-worked. In the recording, l2 was released 5.049 s
+// after its eviction at 10.096 s, so h2 (10 s) ran from 15.155 to 25.156,
+// past m1's creation at 25.002, and Kueue evicted l3 and l1 for m1 (4
+// evictions). Had the driver released l2 0.2 s sooner (at 14.945 s), h2
+// would have ended at about 24.95 s, before m1 arrived, and m1 would have
+// needed l1's 4 GPUs only: 3 evictions. The replay of that edited recording
+// makes 3, and of the recording as it is, 4.
+func TestKueueReplayFollowsRecordedRace(t *testing.T) {
+	dir := "testdata/fidelity/priority-race"
+	jobs, rec := readFixture(t, dir)
+	if f := replayRecording(t, dir, jobs, rec, true); f.evictionsSim != 4 {
+		t.Fatalf("as recorded: gpusim made %d evictions, want 4", f.evictionsSim)
+	}
+	l2 := rec["l2"]
+	if len(l2) < 1 || math.Abs(l2[0].Released-15.145) > 1e-9 || math.Abs(l2[0].Evicted-10.096) > 1e-9 {
+		t.Fatalf("priority-race's recording changed (l2 run 1 %+v): rework this test", l2)
+	}
+	l2[0].Released = 14.945
+	f := replayRecording(t, dir, jobs, rec, true)
+	if f.evictionsSim != 3 {
+		t.Fatalf("l2 released 0.2 s sooner: gpusim made %d evictions, want 3", f.evictionsSim)
+	}
+	for _, a := range f.runs {
+		if a.id == "l3" && a.run == 2 && !math.IsNaN(a.sim) {
+			t.Fatalf("l3 evicted and admitted again: %v", a)
+		}
 	}
 }
