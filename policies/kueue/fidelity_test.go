@@ -22,8 +22,10 @@ import (
 // internal/kueuefid) hold what the real Kueue controller (v0.17.0, recorded
 // by `make fidelity-kueue`) did with a set of standalone Workloads. The
 // replay below runs gpusim's kueue policy on the same manifests and jobs,
-// with no daemon: every job is submitted when the recorder created its
-// Workload and runs its duration once admitted. The cluster has a node per
+// with no daemon, playing the recording's measured timing (replayFidelity):
+// every job is submitted when the recorder created its Workload, runs its
+// recorded length once admitted, and keeps its quota for the recorded lag
+// after each eviction. The cluster has a node per
 // pod, so placement never delays an admission (the recording has no nodes
 // either: the driver runs an admitted Workload at once).
 //
