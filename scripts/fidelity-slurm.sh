@@ -37,6 +37,9 @@
 #   6. stops every daemon by its PID and removes the directory.
 #
 # Environment: KEEP=1 keeps the temporary directory (logs) for inspection;
+# LOGCOPY=FILE copies slurmctld's log there; SLURMCTLD_DEBUG (default
+# debug2: the main-scheduler passes are logged at debug, the epilog-complete
+# messages at debug2) sets SlurmctldDebug;
 # PORT_BASE (default 16800) moves slurmctld to PORT_BASE+17 and the nodes'
 # ports from 17000 to PORT_BASE+1000, to run beside another Slurm.
 set -euo pipefail
@@ -155,7 +158,7 @@ SlurmdSpoolDir=$D/spool/%n
 SlurmctldPidFile=$D/run/slurmctld.pid
 SlurmdPidFile=$D/run/slurmd-%n.pid
 SlurmctldLogFile=$D/log/slurmctld.log
-SlurmctldDebug=info
+SlurmctldDebug=${SLURMCTLD_DEBUG:-debug2}
 DebugFlags=Backfill
 SlurmdLogFile=$D/log/slurmd-%n.log
 SlurmdParameters=config_overrides
@@ -298,14 +301,23 @@ EOF
 		done <"$D/log/jobcomp.txt"
 	} >"$fix/recorded.csv.tmp"
 	mv "$fix/recorded.csv.tmp" "$fix/recorded.csv"
-	# BFPLANS=1 (or an existing bfplans.csv): backfill's plans, from the
+	# What the replay on recorded instants needs, for the whole run: every
+	# backfill cycle start (bfcycles.csv), every main-scheduler pass
+	# (schedpasses.csv) and when each node of each run was released
+	# (releases.csv: slurmd's epilog-complete message). BFPLANS=1 (or an
+	# existing bfplans.csv) also writes backfill's plans, from the
 	# _dump_job_sched lines, for cycles before BFPLANS_UNTIL seconds (all if
-	# unset), and the times of all backfill cycles (bfcycles.csv)
+	# unset).
+	local bfp
+	bfp="$(dirname "$0")/slurm-bfplans.sh"
+	"$bfp" --cycles "$D/log/slurmctld.log" "$T0" >"$fix/bfcycles.csv"
+	"$bfp" --passes "$D/log/slurmctld.log" "$T0" >"$fix/schedpasses.csv"
+	"$bfp" --releases "$D/log/slurmctld.log" "$T0" >"$fix/releases.csv"
 	if [ -n "${BFPLANS:-}" ] || [ -f "$fix/bfplans.csv" ]; then
-		"$(dirname "$0")/slurm-bfplans.sh" "$D/log/slurmctld.log" "$T0" |
+		"$bfp" "$D/log/slurmctld.log" "$T0" |
 			awk -F, -v u="${BFPLANS_UNTIL:-}" 'NR == 1 || u == "" || $1 < u' >"$fix/bfplans.csv"
-		"$(dirname "$0")/slurm-bfplans.sh" --cycles "$D/log/slurmctld.log" "$T0" >"$fix/bfcycles.csv"
 	fi
+	if [ -n "${LOGCOPY:-}" ]; then cp "$D/log/slurmctld.log" "$LOGCOPY"; fi
 	local ctld_rel
 	ctld_rel=$(echo "$ctld_start - $T0" | bc -l)
 	{

@@ -137,6 +137,17 @@ type Slurm struct {
 	// drift through the second. The will-run test then takes now's second
 	// rounded down, as time(NULL) does (floorSecond), not up.
 	bfCycles     []sim.Time
+	// schedPasses, when set (tests), are the main scheduler's passes that a
+	// recording logged, replacing batch_sched_delay's background passes,
+	// the runs at job ends and the sched_interval grid (replay.go).
+	schedPasses []schedPass
+	// releaseAt, when set (tests), is when node n of job j's run that ended
+	// at end was released (slurmd's answer to the terminate request); the
+	// node stays COMPLETING until then (replay.go).
+	releaseAt func(j *sim.Job, n sim.NodeID, end sim.Time) sim.Time
+	cgUntil   []sim.Time // per node: COMPLETING until (releaseAt)
+	taskCPUs  bool         // params.bestFitCPUs: job
+	killWait  sim.Duration // params.killWait
 	bfOKFn       func(sim.NodeID) bool // s.bfOK
 	notBlockedFn func(sim.NodeID) bool // s.notBlocked
 
@@ -395,6 +406,15 @@ func New(p Params) (*Slurm, error) {
 	}
 	if s.nodeSel, err = parseNodeSelection(p.NodeSelection); err != nil {
 		errs = append(errs, err)
+	}
+	if s.taskCPUs, err = parseBestFitCPUs(p.BestFitCPUs); err != nil {
+		errs = append(errs, err)
+	}
+	s.killWait = defaultKillWait
+	if p.KillWait != nil {
+		if s.killWait = sim.Duration(*p.KillWait); s.killWait < 0 {
+			bad("killWait: %s is negative", s.killWait)
+		}
 	}
 	switch strings.ToLower(strings.TrimPrefix(strings.TrimSpace(p.AccountingStorage), "accounting_storage/")) {
 	case "", "slurmdbd":
@@ -771,6 +791,9 @@ func (s *Slurm) Observe(v *sim.View, e sim.Event) {
 		info.acctFrom = e.Time
 	case sim.EvFinish, sim.EvKill, sim.EvTimeout, sim.EvPreempt, sim.EvSuspend:
 		s.freed = true
+		if e.Kind != sim.EvSuspend {
+			s.noteRelease(j, e.Time)
+		}
 		// Without AccountingStorageEnforce=limits, a run's usage since the
 		// last calc step is lost when it ends (parseEnforce); a suspension
 		// is not an end.
@@ -995,9 +1018,18 @@ func (s *Slurm) Schedule(v *sim.View, p *sim.Plan) error {
 	// bf_interval from slurmctld's start); a grid time at which nothing was
 	// pending needs no call since its pass would have done nothing.
 	full := s.onTick(now, s.schedInterval)
+	var runMain bool
+	if s.schedPasses != nil {
+		runMain, full, s.nextFull = s.recordedPass(now)
+	}
 	s.buildQueue(v, full)
-	s.nextFull = s.nextTick(now, s.schedInterval)
-	if s.mainDue(now, full) {
+	if s.schedPasses != nil {
+		s.freed, s.arrivedAt, s.batchWake = false, sim.Never, sim.Never
+	} else {
+		s.nextFull = s.nextTick(now, s.schedInterval)
+		runMain = s.mainDue(now, full)
+	}
+	if runMain {
 		if err := s.mainPass(v, p, full); err != nil {
 			return err
 		}
@@ -1087,7 +1119,9 @@ func (s *Slurm) mainPass(v *sim.View, p *sim.Plan, full bool) error {
 		}
 		pt := s.parts[info.part]
 		end := now.Add(s.runLimit(j))
-		ok := func(n sim.NodeID) bool { return !s.blockedNode[n] && !s.resvBlocks(j, n, now, end) }
+		ok := func(n sim.NodeID) bool {
+			return !s.blockedNode[n] && !s.resvBlocks(j, n, now, end) && !s.completing(n, now)
+		}
 		if s.placeNow(v.Cluster(), j, pt, ok, &s.pl) {
 			if err := p.AddStart(j.Ref, s.pl.nodes, s.pl.gpus); err != nil {
 				return err
