@@ -136,7 +136,7 @@ type Slurm struct {
 	// replacing the bf_interval grid: the cycles a recording logged, which
 	// drift through the second. The will-run test then takes now's second
 	// rounded down, as time(NULL) does (floorSecond), not up.
-	bfCycles     []sim.Time
+	bfCycles []sim.Time
 	// schedPasses, when set (tests), are the main scheduler's passes that a
 	// recording logged, replacing batch_sched_delay's background passes,
 	// the runs at job ends and the sched_interval grid (replay.go).
@@ -144,10 +144,10 @@ type Slurm struct {
 	// releaseAt, when set (tests), is when node n of job j's run that ended
 	// at end was released (slurmd's answer to the terminate request); the
 	// node stays COMPLETING until then (replay.go).
-	releaseAt func(j *sim.Job, n sim.NodeID, end sim.Time) sim.Time
-	cgUntil   []sim.Time // per node: COMPLETING until (releaseAt)
-	taskCPUs  bool         // params.bestFitCPUs: job
-	killWait  sim.Duration // params.killWait
+	releaseAt    func(j *sim.Job, n sim.NodeID, end sim.Time) sim.Time
+	cgUntil      []sim.Time            // per node: COMPLETING until (releaseAt)
+	taskCPUs     bool                  // params.bestFitCPUs: job
+	killWait     sim.Duration          // params.killWait
 	bfOKFn       func(sim.NodeID) bool // s.bfOK
 	notBlockedFn func(sim.NodeID) bool // s.notBlocked
 
