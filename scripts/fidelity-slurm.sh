@@ -260,14 +260,15 @@ EOF
 	sleep 1
 	# Millisecond times from slurmctld's log: submissions, starts (main
 	# scheduler "sched: Allocate", backfill "_start_job: Started") and
-	# completions ("_job_complete: ... done"), one line per event and job,
+	# completions ("_job_complete: ... done", or job_time_limit's "Time limit
+	# exhausted" for a run killed at its limit), one line per event and job,
 	# as "kind jobid seconds-from-T0".
-	grep -E '_slurm_rpc_submit_batch_job: JobId=|sched: Allocate JobId=|_start_job: Started JobId=|_job_complete: JobId=[0-9]+ done' \
+	grep -E '_slurm_rpc_submit_batch_job: JobId=|sched: Allocate JobId=|_start_job: Started JobId=|_job_complete: JobId=[0-9]+ done|Time limit exhausted for JobId=' \
 		"$D/log/slurmctld.log" | while read -r ts rest; do
 		local kind jid t
 		case "$rest" in
 		*_slurm_rpc_submit_batch_job*) kind=submit ;;
-		*_job_complete*) kind=end ;;
+		*_job_complete* | *"Time limit exhausted"*) kind=end ;;
 		*) kind=start ;;
 		esac
 		jid=$(sed -n 's/.*JobId=\([0-9]*\).*/\1/p' <<<"$rest")

@@ -88,6 +88,11 @@ type Params struct {
 	// test expects a job past its time limit to end KillWait after it
 	// (_guess_job_end).
 	KillWait *policies.Dur `yaml:"killWait"`
+	// WholeSeconds: a running job's start, and so the end_time (start +
+	// time limit) that backfill's will-run test (willRun: windows) frees it
+	// at, are whole seconds, as Slurm's time(NULL) makes them. Default false
+	// (exact times, gpusim's model before).
+	WholeSeconds bool `yaml:"wholeSeconds"`
 	// AccountingStorage: slurmdbd (the default) or none
 	// (AccountingStorageType=accounting_storage/none). Without accounting,
 	// Slurm 22.05 computes a job's priority once, at submission: no fair

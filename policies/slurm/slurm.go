@@ -148,6 +148,7 @@ type Slurm struct {
 	cgUntil      []sim.Time            // per node: COMPLETING until (releaseAt)
 	taskCPUs     bool                  // params.bestFitCPUs: job
 	killWait     sim.Duration          // params.killWait
+	wholeSec     bool                  // params.wholeSeconds
 	bfOKFn       func(sim.NodeID) bool // s.bfOK
 	notBlockedFn func(sim.NodeID) bool // s.notBlocked
 
@@ -410,6 +411,7 @@ func New(p Params) (*Slurm, error) {
 	if s.taskCPUs, err = parseBestFitCPUs(p.BestFitCPUs); err != nil {
 		errs = append(errs, err)
 	}
+	s.wholeSec = p.WholeSeconds
 	s.killWait = defaultKillWait
 	if p.KillWait != nil {
 		if s.killWait = sim.Duration(*p.KillWait); s.killWait < 0 {

@@ -291,7 +291,19 @@ func (s *Slurm) limitEnd(r runEnd) sim.Time {
 	if lim == unlimited {
 		return sim.Never
 	}
-	return r.j.LastStart.Add(lim)
+	st := r.j.LastStart
+	if s.wholeSec {
+		// job_mgr.c: start_time = time(NULL); end_time = start_time +
+		// time_limit * 60, both whole seconds
+		st = floorSecond(st)
+	}
+	return st.Add(lim)
+}
+
+// floorSecond is t rounded down to a whole second (t >= 0).
+func floorSecond(t sim.Time) sim.Time {
+	const sec = sim.Time(sim.Second)
+	return t / sec * sec
 }
 
 // ceilSecond is t rounded up to a whole second: the second of slurmctld's
