@@ -1049,6 +1049,11 @@ func (s *Slurm) Schedule(v *sim.View, p *sim.Plan) error {
 			w = min(w, s.nextCalc)
 		}
 		p.Wake(min(w, s.batchWake))
+		if s.schedPasses != nil {
+			// a recorded pass or cycle runs even on an idle cluster (a
+			// node may still be completing)
+			p.Release(w)
+		}
 		if s.heldRelease != sim.Never {
 			p.Release(s.heldRelease)
 		}
