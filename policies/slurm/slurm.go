@@ -116,6 +116,7 @@ type Slurm struct {
 	batchWake    sim.Time // when the pending batch pass is due (Never: none)
 	freed        bool     // a job ended, was preempted or suspended since the last scheduling point
 	heldRelease  sim.Time // first full pass that releases a held (requeued) job
+	resvWoke     sim.Time // the advanced-reservation boundary last asked for as a wake-up
 	version      slurmVersion
 	willRunMode  willRunMode
 	requeueDelay sim.Duration
@@ -444,7 +445,7 @@ func New(p Params) (*Slurm, error) {
 	if s.batchDelay < 0 {
 		bad("schedulerParameters.batch_sched_delay: must be >= 0")
 	}
-	s.arrivedAt, s.batchWake = sim.Never, sim.Never
+	s.arrivedAt, s.batchWake, s.resvWoke = sim.Never, sim.Never, sim.Never
 	s.lastBatch = -sim.Time(s.batchDelay)
 	s.clockOff = durOr(p.ClockOffset, 0)
 	s.uptime = durOr(p.ControllerUptime, 0)
@@ -1057,10 +1058,16 @@ func (s *Slurm) Schedule(v *sim.View, p *sim.Plan) error {
 		if s.heldRelease != sim.Never {
 			p.Release(s.heldRelease)
 		}
+		if now == s.resvWoke {
+			// woken by a reservation boundary on an idle cluster: the
+			// passes that can start the jobs it frees come at their ticks
+			p.Release(w)
+		}
 		if b := s.nextResvBoundary(now); b != sim.Never {
 			// an advanced reservation starting or ending changes what can
 			// start even on an idle cluster
 			p.Release(b)
+			s.resvWoke = b
 		}
 	}
 	if wakeLimit != sim.Never {
