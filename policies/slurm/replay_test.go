@@ -142,3 +142,17 @@ func TestReplayInstants(t *testing.T) {
 		}
 	}
 }
+
+// An advanced reservation holds the only node until 100 s; x (another
+// user's) arrives at 1 on the otherwise idle cluster. The boundary at 100 s
+// wakes the policy, but no pass is due then: the next backfill cycle (every
+// 30 s from slurmctld's start) at 120 s starts x. Before, the wake-up for
+// that cycle was dropped on the idle cluster and x never started (fidelity
+// fixture reservation, replayed on the grid).
+func TestReservationEndIdleCluster(t *testing.T) {
+	res := Run(t, Nodes(1, 8), newSlurm(t, `
+reservations: [{name: r, nodes: "n0", startTime: 0, endTime: 100, users: [alice]}]
+schedulerParameters: {bf_interval: 30s}`),
+		user(MakeJob("x").GPUs(8).Dur(10).Wall(10).At(1).Obj(), "bob"))
+	wantStarts(t, res, map[string]float64{"x": 120})
+}
