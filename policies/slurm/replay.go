@@ -7,7 +7,7 @@ import (
 )
 
 // This file holds the hooks with which the fidelity tests replay a Slurm
-// recording on its own instants (docs/fidelity.md, "Replaying the recorded
+// recording on its own instants (docs/fidelity.md, Replay, "On the recorded
 // instants"): the main scheduler's passes and the nodes' release after a
 // job's end. They are unset in every run of the policy outside those tests,
 // so no output changes.
