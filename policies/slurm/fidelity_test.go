@@ -385,7 +385,7 @@ func TestFidelity(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			t.Logf("| %s | %d | %d | %d | %d | %.1f s | %.1f s | %.1f s |", name, r.jobs, r.jobs-r.off, r.inversions, r.sameNodes, r.meanWaitSlurm, r.meanWaitSim, r.maxDiff)
+			t.Logf("| %s | %d | %d | %d | %d | %.1f s | %.1f s | %.2f s |", name, r.jobs, r.jobs-r.off, r.inversions, r.sameNodes, r.meanWaitSlurm, r.meanWaitSim, r.maxDiff)
 			if r.off > want.MaxOff {
 				t.Errorf("%d jobs off by more than 1 s (want at most %d): %s", r.off, want.MaxOff, strings.Join(r.offJobs, "; "))
 			}
@@ -399,7 +399,7 @@ func TestFidelity(t *testing.T) {
 				return
 			}
 			g, _, _, _ := replayFidelity(t, dir, true)
-			t.Logf("| %s (grid) | %d | %d | %d | %d | %.1f s | %.1f s | %.1f s |", name, g.jobs, g.jobs-g.off, g.inversions, g.sameNodes, g.meanWaitSlurm, g.meanWaitSim, g.maxDiff)
+			t.Logf("| %s (grid) | %d | %d | %d | %d | %.1f s | %.1f s | %.2f s |", name, g.jobs, g.jobs-g.off, g.inversions, g.sameNodes, g.meanWaitSlurm, g.meanWaitSim, g.maxDiff)
 			if g.off > want.GridMaxOff {
 				t.Errorf("grid: %d jobs off by more than 1 s (want at most %d): %s", g.off, want.GridMaxOff, strings.Join(g.offJobs, "; "))
 			}
