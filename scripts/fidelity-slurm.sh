@@ -33,7 +33,9 @@
 #      millisecond from slurmctld's log, eligible in whole seconds; all
 #      relative to T0) and
 #      recorded.meta (Slurm version, T0, where T0 falls in the wall-clock
-#      minute, when slurmctld started relative to T0);
+#      minute, when slurmctld started relative to T0), and from slurmctld's
+#      log (SlurmctldDebug=debug2) the instants the replay uses:
+#      bfcycles.csv, schedpasses.csv and releases.csv (slurm-bfplans.sh);
 #   6. stops every daemon by its PID and removes the directory.
 #
 # Environment: KEEP=1 keeps the temporary directory (logs) for inspection;
