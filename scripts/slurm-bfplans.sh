@@ -8,8 +8,11 @@
 # are the local time of the recording machine (TZ as when it was recorded).
 #
 # slurm-bfplans.sh --cycles SLURMCTLD_LOG T0 writes the start of every
-# backfill cycle instead (cycle_s, from "_attempt_backfill: beginning",
-# DebugFlags=Backfill).
+# backfill cycle instead (cycle_s): when _attempt_backfill has built its job
+# queue, under slurmctld's locks ("N jobs to backfill", SlurmctldDebug=debug,
+# or "no jobs to backfill", DebugFlags=Backfill). Its "beginning" line comes
+# before it takes the locks: a job submitted a few ms after that line can
+# still be in the cycle's queue.
 #
 # slurm-bfplans.sh --passes SLURMCTLD_LOG T0 writes every main-scheduler pass
 # (pass_s, kind): job_scheduler.c schedule()'s "sched: Running job scheduler
@@ -117,7 +120,7 @@ cycles == "releases" && /node_did_resp [^ ]+$/ {
 	for (k = 1; k <= n; k++) if (ps[k] != "" && dr[ps[k] SUBSEP h] == "") dr[ps[k] SUBSEP h] = t
 }
 END { if (cycles == "releases") for (h in pend) rel_close(h) }
-cycles == "cycles" && /_attempt_backfill: beginning/ {
+cycles == "cycles" && /_attempt_backfill: ([0-9]+|no) jobs to backfill/ {
 	c = $1; gsub(/[][]/, "", c)
 	printf "%.3f\n", secs(c) - t0
 }
