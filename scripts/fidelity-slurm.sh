@@ -33,10 +33,15 @@
 #      millisecond from slurmctld's log, eligible in whole seconds; all
 #      relative to T0) and
 #      recorded.meta (Slurm version, T0, where T0 falls in the wall-clock
-#      minute, when slurmctld started relative to T0);
+#      minute, when slurmctld started relative to T0), and from slurmctld's
+#      log (SlurmctldDebug=debug2) the instants the replay uses:
+#      bfcycles.csv, schedpasses.csv and releases.csv (slurm-bfplans.sh);
 #   6. stops every daemon by its PID and removes the directory.
 #
 # Environment: KEEP=1 keeps the temporary directory (logs) for inspection;
+# LOGCOPY=FILE copies slurmctld's log there; SLURMCTLD_DEBUG (default
+# debug2: the main-scheduler passes are logged at debug, the epilog-complete
+# messages at debug2) sets SlurmctldDebug;
 # PORT_BASE (default 16800) moves slurmctld to PORT_BASE+17 and the nodes'
 # ports from 17000 to PORT_BASE+1000, to run beside another Slurm.
 set -euo pipefail
@@ -155,7 +160,7 @@ SlurmdSpoolDir=$D/spool/%n
 SlurmctldPidFile=$D/run/slurmctld.pid
 SlurmdPidFile=$D/run/slurmd-%n.pid
 SlurmctldLogFile=$D/log/slurmctld.log
-SlurmctldDebug=info
+SlurmctldDebug=${SLURMCTLD_DEBUG:-debug2}
 DebugFlags=Backfill
 SlurmdLogFile=$D/log/slurmd-%n.log
 SlurmdParameters=config_overrides
@@ -257,14 +262,15 @@ EOF
 	sleep 1
 	# Millisecond times from slurmctld's log: submissions, starts (main
 	# scheduler "sched: Allocate", backfill "_start_job: Started") and
-	# completions ("_job_complete: ... done"), one line per event and job,
+	# completions ("_job_complete: ... done", or job_time_limit's "Time limit
+	# exhausted" for a run killed at its limit), one line per event and job,
 	# as "kind jobid seconds-from-T0".
-	grep -E '_slurm_rpc_submit_batch_job: JobId=|sched: Allocate JobId=|_start_job: Started JobId=|_job_complete: JobId=[0-9]+ done' \
+	grep -E '_slurm_rpc_submit_batch_job: JobId=|sched: Allocate JobId=|_start_job: Started JobId=|_job_complete: JobId=[0-9]+ done|Time limit exhausted for JobId=' \
 		"$D/log/slurmctld.log" | while read -r ts rest; do
 		local kind jid t
 		case "$rest" in
 		*_slurm_rpc_submit_batch_job*) kind=submit ;;
-		*_job_complete*) kind=end ;;
+		*_job_complete* | *"Time limit exhausted"*) kind=end ;;
 		*) kind=start ;;
 		esac
 		jid=$(sed -n 's/.*JobId=\([0-9]*\).*/\1/p' <<<"$rest")
@@ -298,14 +304,23 @@ EOF
 		done <"$D/log/jobcomp.txt"
 	} >"$fix/recorded.csv.tmp"
 	mv "$fix/recorded.csv.tmp" "$fix/recorded.csv"
-	# BFPLANS=1 (or an existing bfplans.csv): backfill's plans, from the
+	# What the replay on recorded instants needs, for the whole run: every
+	# backfill cycle start (bfcycles.csv), every main-scheduler pass
+	# (schedpasses.csv) and when each node of each run was released
+	# (releases.csv: slurmd's epilog-complete message). BFPLANS=1 (or an
+	# existing bfplans.csv) also writes backfill's plans, from the
 	# _dump_job_sched lines, for cycles before BFPLANS_UNTIL seconds (all if
-	# unset), and the times of all backfill cycles (bfcycles.csv)
+	# unset).
+	local bfp
+	bfp="$(dirname "$0")/slurm-bfplans.sh"
+	"$bfp" --cycles "$D/log/slurmctld.log" "$T0" >"$fix/bfcycles.csv"
+	"$bfp" --passes "$D/log/slurmctld.log" "$T0" >"$fix/schedpasses.csv"
+	"$bfp" --releases "$D/log/slurmctld.log" "$T0" >"$fix/releases.csv"
 	if [ -n "${BFPLANS:-}" ] || [ -f "$fix/bfplans.csv" ]; then
-		"$(dirname "$0")/slurm-bfplans.sh" "$D/log/slurmctld.log" "$T0" |
+		"$bfp" "$D/log/slurmctld.log" "$T0" |
 			awk -F, -v u="${BFPLANS_UNTIL:-}" 'NR == 1 || u == "" || $1 < u' >"$fix/bfplans.csv"
-		"$(dirname "$0")/slurm-bfplans.sh" --cycles "$D/log/slurmctld.log" "$T0" >"$fix/bfcycles.csv"
 	fi
+	if [ -n "${LOGCOPY:-}" ]; then cp "$D/log/slurmctld.log" "$LOGCOPY"; fi
 	local ctld_rel
 	ctld_rel=$(echo "$ctld_start - $T0" | bc -l)
 	{

@@ -100,6 +100,11 @@ func (s *Slurm) backfill(v *sim.View, p *sim.Plan) error {
 				continue
 			}
 		}
+		if found == now && s.anyCompleting(s.pl.nodes, now) {
+			// backfill.c: a node of the selection is still COMPLETING; the
+			// job waits one second and reserves the nodes (replay.go)
+			found = s.cycleSecond(now) + sim.Time(sim.Second)
+		}
 		switch {
 		case found == now:
 			if err := p.AddStart(j.Ref, s.pl.nodes, s.pl.gpus); err != nil {

@@ -34,6 +34,18 @@ func parseNodeSelection(s string) (nodeSel, error) {
 	return 0, fmt.Errorf("nodeSelection: unknown %q (want best-fit or first-fit)", s)
 }
 
+// parseBestFitCPUs reads params.bestFitCPUs: true for job, false for free
+// (the default).
+func parseBestFitCPUs(s string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "job":
+		return true, nil
+	case "", "free":
+		return false, nil
+	}
+	return false, fmt.Errorf("bestFitCPUs: unknown %q (want job or free)", s)
+}
+
 func parseGangNodes(s string) (bool, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "distinct":
@@ -227,6 +239,11 @@ func (s *Slurm) bestFitOrder(o *overlay, j *sim.Job, cand []sim.NodeID, ok func(
 			continue
 		}
 		fn := fitNode{n: n, cpu: o.cpuFree(n), hosts: h}
+		if s.taskCPUs {
+			// _allocate_sc: avail_cpus = num_tasks * cpus_per_task, whole
+			// CPUs, at least one per task (sbatch's -c default)
+			fn.cpu = h * max((sp.CPUMilli+999)/1000, 1) * 1000
+		}
 		if n != prev+1 || len(s.fitRuns) == 0 {
 			s.fitRuns = append(s.fitRuns, fitRun{first: len(s.fitNodes), end: len(s.fitNodes)})
 		}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -16,7 +17,8 @@ import (
 // the plans slurmctld logged (bfplans.csv: its _dump_job_sched lines, written
 // by scripts/slurm-bfplans.sh). For every reservation Slurm made in a cycle,
 // the replay's reservation for the same job in its backfill cycle of the same
-// wall-clock second must have the same will-run start and slot end (whole
+// wall-clock second (the second the cycle began, from bfcycles.csv) must have
+// the same will-run start and slot end (whole
 // seconds) and the same nodes. Cycles drift through the second in Slurm and
 // tick at a fixed phase in the replay (docs/fidelity.md), so a job that ended
 // or started between the two differs; want.yaml's planSame is the number of
@@ -45,10 +47,25 @@ func TestFidelityBackfillPlans(t *testing.T) {
 				name[rs[0].jobID] = id
 			}
 			pc, rows := simtest.ReadCSV(t, f)
+			// A plan line is logged during its cycle, which may have begun
+			// in the second before: key it by its cycle's start (the last
+			// one in bfcycles.csv at or before the line).
+			var starts []float64
+			if _, err := os.Stat(filepath.Join(dir, "bfcycles.csv")); err == nil {
+				cc, crows := simtest.ReadCSV(t, filepath.Join(dir, "bfcycles.csv"))
+				for _, r := range crows {
+					starts = append(starts, simtest.Atof(t, r[cc["cycle_s"]]))
+				}
+				slices.Sort(starts)
+			}
 			same, cycles := 0, map[int64]bool{}
 			var first string
 			for _, r := range rows {
-				sec := int64(math.Floor(simtest.Atof(t, r[pc["cycle_s"]])))
+				at := simtest.Atof(t, r[pc["cycle_s"]])
+				if i, _ := slices.BinarySearch(starts, at+1e-9); i > 0 {
+					at = starts[i-1]
+				}
+				sec := int64(math.Floor(at))
 				cycles[sec] = true
 				id := name[r[pc["jobid"]]]
 				w := bfPlan{atoi(t, r[pc["start_s"]]), atoi(t, r[pc["end_s"]]), r[pc["nodes"]]}

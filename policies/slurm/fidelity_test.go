@@ -55,6 +55,10 @@ type fidelityWant struct {
 	MaxInversions int `yaml:"maxInversions"`
 	// SameNodes requires every job's first run on Slurm's nodes.
 	SameNodes bool `yaml:"sameNodes"`
+	// GridMaxOff and GridMaxInversions bound the replay on gpusim's own
+	// grid of a fixture that has recorded instants (hasInstants).
+	GridMaxOff        int `yaml:"gridMaxOff"`
+	GridMaxInversions int `yaml:"gridMaxInversions"`
 }
 
 // recRun is one run of a job in recorded.csv.
@@ -76,8 +80,28 @@ type fidelityResult struct {
 
 func atoi(t *testing.T, s string) int64 { return int64(simtest.Atof(t, s)) }
 
-// runFidelity replays fixture dir in gpusim and compares with its recording.
+// runFidelity replays fixture dir in gpusim and compares with its recording,
+// on the recorded instants where the fixture has them (replayInstants).
 func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job, map[string][]recRun, *firstNodes) {
+	t.Helper()
+	return replayFidelity(t, dir, false)
+}
+
+// hasInstants reports whether fixture dir holds the recorded instants
+// (bfcycles.csv, schedpasses.csv, releases.csv).
+func hasInstants(dir string) bool {
+	for _, f := range []string{"bfcycles.csv", "schedpasses.csv", "releases.csv"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// replayFidelity is runFidelity; with grid it ignores the recorded instants
+// and replays on gpusim's own grid (bf_interval and batch_sched_delay from
+// slurmctld's start, nodes free at a job's end).
+func replayFidelity(t *testing.T, dir string, grid bool) (fidelityResult, map[string]*sim.Job, map[string][]recRun, *firstNodes) {
 	t.Helper()
 	// recorded runs
 	rc, rrows := simtest.ReadCSV(t, filepath.Join(dir, "recorded.csv"))
@@ -170,14 +194,8 @@ func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job,
 		t.Fatal(err)
 	}
 	rec := &firstNodes{Slurm: pol.(*Slurm), nodes: map[sim.JobRef][]sim.NodeID{}, plans: map[int64]map[string]bfPlan{}}
-	if _, err := os.Stat(filepath.Join(dir, "bfcycles.csv")); err == nil {
-		// the backfill cycles at the times the recording logged
-		cc, crows := simtest.ReadCSV(t, filepath.Join(dir, "bfcycles.csv"))
-		for _, r := range crows {
-			if x := simtest.Atof(t, r[cc["cycle_s"]]); x >= 0 {
-				rec.Slurm.bfCycles = append(rec.Slurm.bfCycles, sim.Time(sim.Seconds(x)))
-			}
-		}
+	if !grid {
+		replayInstants(t, dir, rec.Slurm, runs)
 	}
 	rec.Slurm.onReserve = func(now sim.Time, j *sim.Job, start, end sim.Time, nodes []sim.NodeID) {
 		sec := int64(math.Floor(now.Seconds()))
@@ -192,6 +210,58 @@ func runFidelity(t *testing.T, dir string) (fidelityResult, map[string]*sim.Job,
 		got[string(res.Jobs[i].Spec.ID)] = &res.Jobs[i]
 	}
 	return compareFidelity(specs, got, rec.nodes, runs), got, runs, rec
+}
+
+// replayInstants sets the test hooks that replay a recording on its own
+// instants (replay.go), from whichever of these files fixture dir has:
+// bfcycles.csv (backfill cycles), schedpasses.csv (main-scheduler passes),
+// releases.csv (when each node of each run was released). A node is released
+// as long after the replay's end of the run as it was after Slurm's.
+func replayInstants(t *testing.T, dir string, s *Slurm, runs map[string][]recRun) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, "bfcycles.csv")); err == nil {
+		cc, crows := simtest.ReadCSV(t, filepath.Join(dir, "bfcycles.csv"))
+		for _, r := range crows {
+			if x := simtest.Atof(t, r[cc["cycle_s"]]); x >= 0 {
+				s.bfCycles = append(s.bfCycles, sim.Time(sim.Seconds(x)))
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "schedpasses.csv")); err == nil {
+		pc, prows := simtest.ReadCSV(t, filepath.Join(dir, "schedpasses.csv"))
+		s.schedPasses = []schedPass{}
+		for _, r := range prows {
+			if x := simtest.Atof(t, r[pc["pass_s"]]); x >= 0 {
+				s.schedPasses = append(s.schedPasses, schedPass{sim.Time(sim.Seconds(x)), r[pc["kind"]] == "full"})
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "releases.csv")); err == nil {
+		rc, rrows := simtest.ReadCSV(t, filepath.Join(dir, "releases.csv"))
+		lags := map[string][]float64{} // Slurm job id|node -> lag of each run
+		for _, r := range rrows {
+			k := r[rc["jobid"]] + "|" + r[rc["node"]]
+			run := int(atoi(t, r[rc["run"]]))
+			for len(lags[k]) < run {
+				lags[k] = append(lags[k], 0)
+			}
+			lags[k][run-1] = simtest.Atof(t, r[rc["release_s"]]) - simtest.Atof(t, r[rc["end_s"]])
+		}
+		used := map[string]int{}
+		s.releaseAt = func(j *sim.Job, n sim.NodeID, end sim.Time) sim.Time {
+			rs := runs[string(j.Spec.ID)]
+			if len(rs) == 0 {
+				return end
+			}
+			k := rs[0].jobID + "|" + fmt.Sprintf("n%d", n)
+			i := used[k]
+			used[k]++
+			if i >= len(lags[k]) {
+				return end
+			}
+			return end.Add(sim.Seconds(lags[k][i]))
+		}
+	}
 }
 
 // firstNodes records the nodes of each job's first run, and the association
@@ -315,7 +385,7 @@ func TestFidelity(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			t.Logf("| %s | %d | %d | %d | %d | %.1f s | %.1f s | %.1f s |", name, r.jobs, r.jobs-r.off, r.inversions, r.sameNodes, r.meanWaitSlurm, r.meanWaitSim, r.maxDiff)
+			t.Logf("| %s | %d | %d | %d | %d | %.1f s | %.1f s | %.2f s |", name, r.jobs, r.jobs-r.off, r.inversions, r.sameNodes, r.meanWaitSlurm, r.meanWaitSim, r.maxDiff)
 			if r.off > want.MaxOff {
 				t.Errorf("%d jobs off by more than 1 s (want at most %d): %s", r.off, want.MaxOff, strings.Join(r.offJobs, "; "))
 			}
@@ -324,6 +394,17 @@ func TestFidelity(t *testing.T) {
 			}
 			if want.SameNodes && r.sameNodes != r.jobs {
 				t.Errorf("%d of %d jobs on Slurm's nodes (want all)", r.sameNodes, r.jobs)
+			}
+			if !hasInstants(dir) {
+				return
+			}
+			g, _, _, _ := replayFidelity(t, dir, true)
+			t.Logf("| %s (grid) | %d | %d | %d | %d | %.1f s | %.1f s | %.2f s |", name, g.jobs, g.jobs-g.off, g.inversions, g.sameNodes, g.meanWaitSlurm, g.meanWaitSim, g.maxDiff)
+			if g.off > want.GridMaxOff {
+				t.Errorf("grid: %d jobs off by more than 1 s (want at most %d): %s", g.off, want.GridMaxOff, strings.Join(g.offJobs, "; "))
+			}
+			if g.inversions > want.GridMaxInversions {
+				t.Errorf("grid: %d start-order inversions (want at most %d)", g.inversions, want.GridMaxInversions)
 			}
 		})
 	}

@@ -76,6 +76,23 @@ type Params struct {
 	// first-fit (nodes in index order, gpusim's model before issue 17). See
 	// docs/fidelity.md.
 	NodeSelection string `yaml:"nodeSelection"`
+	// BestFitCPUs is what best-fit node selection counts as a node's CPUs:
+	// free (the default, gpusim's model before: the node's free CPUs) or job
+	// (Slurm's: the CPUs the job's tasks would take there, tasks x CPUs per
+	// task, as select/cons_tres _allocate_sc computes avail_cpus for
+	// _eval_nodes, so the nodes that can host a replica tie and the first in
+	// index order wins; docs/fidelity.md). The default stays free so that
+	// existing outputs do not change.
+	BestFitCPUs string `yaml:"bestFitCPUs"`
+	// KillWait is slurm.conf's KillWait (default 30 s): backfill's will-run
+	// test expects a job past its time limit to end KillWait after it
+	// (_guess_job_end).
+	KillWait *policies.Dur `yaml:"killWait"`
+	// WholeSeconds: a running job's start, and so the end_time (start +
+	// time limit) that backfill's will-run test (willRun: windows) frees it
+	// at, are whole seconds, as Slurm's time(NULL) makes them. Default false
+	// (exact times, gpusim's model before).
+	WholeSeconds bool `yaml:"wholeSeconds"`
 	// AccountingStorage: slurmdbd (the default) or none
 	// (AccountingStorageType=accounting_storage/none). Without accounting,
 	// Slurm 22.05 computes a job's priority once, at submission: no fair

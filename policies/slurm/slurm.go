@@ -116,6 +116,7 @@ type Slurm struct {
 	batchWake    sim.Time // when the pending batch pass is due (Never: none)
 	freed        bool     // a job ended, was preempted or suspended since the last scheduling point
 	heldRelease  sim.Time // first full pass that releases a held (requeued) job
+	resvWoke     sim.Time // the advanced-reservation boundary last asked for as a wake-up
 	version      slurmVersion
 	willRunMode  willRunMode
 	requeueDelay sim.Duration
@@ -136,7 +137,19 @@ type Slurm struct {
 	// replacing the bf_interval grid: the cycles a recording logged, which
 	// drift through the second. The will-run test then takes now's second
 	// rounded down, as time(NULL) does (floorSecond), not up.
-	bfCycles     []sim.Time
+	bfCycles []sim.Time
+	// schedPasses, when set (tests), are the main scheduler's passes that a
+	// recording logged, replacing batch_sched_delay's background passes,
+	// the runs at job ends and the sched_interval grid (replay.go).
+	schedPasses []schedPass
+	// releaseAt, when set (tests), is when node n of job j's run that ended
+	// at end was released (slurmd's answer to the terminate request); the
+	// node stays COMPLETING until then (replay.go).
+	releaseAt    func(j *sim.Job, n sim.NodeID, end sim.Time) sim.Time
+	cgUntil      []sim.Time            // per node: COMPLETING until (releaseAt)
+	taskCPUs     bool                  // params.bestFitCPUs: job
+	killWait     sim.Duration          // params.killWait
+	wholeSec     bool                  // params.wholeSeconds
 	bfOKFn       func(sim.NodeID) bool // s.bfOK
 	notBlockedFn func(sim.NodeID) bool // s.notBlocked
 
@@ -396,6 +409,16 @@ func New(p Params) (*Slurm, error) {
 	if s.nodeSel, err = parseNodeSelection(p.NodeSelection); err != nil {
 		errs = append(errs, err)
 	}
+	if s.taskCPUs, err = parseBestFitCPUs(p.BestFitCPUs); err != nil {
+		errs = append(errs, err)
+	}
+	s.wholeSec = p.WholeSeconds
+	s.killWait = defaultKillWait
+	if p.KillWait != nil {
+		if s.killWait = sim.Duration(*p.KillWait); s.killWait < 0 {
+			bad("killWait: %s is negative", s.killWait)
+		}
+	}
 	switch strings.ToLower(strings.TrimPrefix(strings.TrimSpace(p.AccountingStorage), "accounting_storage/")) {
 	case "", "slurmdbd":
 	case "none":
@@ -422,7 +445,7 @@ func New(p Params) (*Slurm, error) {
 	if s.batchDelay < 0 {
 		bad("schedulerParameters.batch_sched_delay: must be >= 0")
 	}
-	s.arrivedAt, s.batchWake = sim.Never, sim.Never
+	s.arrivedAt, s.batchWake, s.resvWoke = sim.Never, sim.Never, sim.Never
 	s.lastBatch = -sim.Time(s.batchDelay)
 	s.clockOff = durOr(p.ClockOffset, 0)
 	s.uptime = durOr(p.ControllerUptime, 0)
@@ -771,6 +794,9 @@ func (s *Slurm) Observe(v *sim.View, e sim.Event) {
 		info.acctFrom = e.Time
 	case sim.EvFinish, sim.EvKill, sim.EvTimeout, sim.EvPreempt, sim.EvSuspend:
 		s.freed = true
+		if e.Kind != sim.EvSuspend {
+			s.noteRelease(j, e.Time)
+		}
 		// Without AccountingStorageEnforce=limits, a run's usage since the
 		// last calc step is lost when it ends (parseEnforce); a suspension
 		// is not an end.
@@ -995,9 +1021,18 @@ func (s *Slurm) Schedule(v *sim.View, p *sim.Plan) error {
 	// bf_interval from slurmctld's start); a grid time at which nothing was
 	// pending needs no call since its pass would have done nothing.
 	full := s.onTick(now, s.schedInterval)
+	var runMain bool
+	if s.schedPasses != nil {
+		runMain, full, s.nextFull = s.recordedPass(now)
+	}
 	s.buildQueue(v, full)
-	s.nextFull = s.nextTick(now, s.schedInterval)
-	if s.mainDue(now, full) {
+	if s.schedPasses != nil {
+		s.freed, s.arrivedAt, s.batchWake = false, sim.Never, sim.Never
+	} else {
+		s.nextFull = s.nextTick(now, s.schedInterval)
+		runMain = s.mainDue(now, full)
+	}
+	if runMain {
 		if err := s.mainPass(v, p, full); err != nil {
 			return err
 		}
@@ -1015,13 +1050,24 @@ func (s *Slurm) Schedule(v *sim.View, p *sim.Plan) error {
 			w = min(w, s.nextCalc)
 		}
 		p.Wake(min(w, s.batchWake))
+		if s.schedPasses != nil {
+			// a recorded pass or cycle runs even on an idle cluster (a
+			// node may still be completing)
+			p.Release(w)
+		}
 		if s.heldRelease != sim.Never {
 			p.Release(s.heldRelease)
+		}
+		if now == s.resvWoke {
+			// woken by a reservation boundary on an idle cluster: the
+			// passes that can start the jobs it frees come at their ticks
+			p.Release(w)
 		}
 		if b := s.nextResvBoundary(now); b != sim.Never {
 			// an advanced reservation starting or ending changes what can
 			// start even on an idle cluster
 			p.Release(b)
+			s.resvWoke = b
 		}
 	}
 	if wakeLimit != sim.Never {
@@ -1087,7 +1133,9 @@ func (s *Slurm) mainPass(v *sim.View, p *sim.Plan, full bool) error {
 		}
 		pt := s.parts[info.part]
 		end := now.Add(s.runLimit(j))
-		ok := func(n sim.NodeID) bool { return !s.blockedNode[n] && !s.resvBlocks(j, n, now, end) }
+		ok := func(n sim.NodeID) bool {
+			return !s.blockedNode[n] && !s.resvBlocks(j, n, now, end) && !s.completing(n, now)
+		}
 		if s.placeNow(v.Cluster(), j, pt, ok, &s.pl) {
 			if err := p.AddStart(j.Ref, s.pl.nodes, s.pl.gpus); err != nil {
 				return err

@@ -241,7 +241,7 @@ func (s *Slurm) willRunTest(c *sim.Cluster, j *sim.Job, pt *partition, now sim.T
 		if s.placeSel(j, pt.nodes, ok, &s.pl) {
 			if last <= now {
 				// _guess_job_end: a job past its limit ends KillWait later
-				return max(last.Add(killWait), now+1), true
+				return max(last.Add(s.killWait), now+1), true
 			}
 			return last, true
 		}
@@ -279,9 +279,9 @@ func (s *Slurm) alignUp(t sim.Time, w sim.Duration) sim.Time {
 	return (t+off)/r*r + r - off
 }
 
-// killWait is slurm.conf's KillWait default (30 s): _guess_job_end expects a
+// defaultKillWait is slurm.conf's KillWait default (30 s): _guess_job_end expects a
 // job past its time limit (OverTimeLimit 0) to end KillWait after it.
-const killWait = 30 * sim.Second
+const defaultKillWait = 30 * sim.Second
 
 // limitEnd is running job r's end_time as the will-run test reads it: its
 // start plus its time limit, even when that has passed (sim.Never without a
@@ -291,7 +291,19 @@ func (s *Slurm) limitEnd(r runEnd) sim.Time {
 	if lim == unlimited {
 		return sim.Never
 	}
-	return r.j.LastStart.Add(lim)
+	st := r.j.LastStart
+	if s.wholeSec {
+		// job_mgr.c: start_time = time(NULL); end_time = start_time +
+		// time_limit * 60, both whole seconds
+		st = floorSecond(st)
+	}
+	return st.Add(lim)
+}
+
+// floorSecond is t rounded down to a whole second (t >= 0).
+func floorSecond(t sim.Time) sim.Time {
+	const sec = sim.Time(sim.Second)
+	return t / sec * sec
 }
 
 // ceilSecond is t rounded up to a whole second: the second of slurmctld's
