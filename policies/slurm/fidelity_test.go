@@ -369,7 +369,13 @@ func nodeNames(nodes []sim.NodeID) []string {
 }
 
 func TestFidelity(t *testing.T) {
-	dirs, err := filepath.Glob("testdata/fidelity/*/recorded.csv")
+	// GPUSIM_SLURMFID_DIR replays fixtures recorded elsewhere (a fresh
+	// recording of copies, without touching the committed ones).
+	root := "testdata/fidelity"
+	if d := os.Getenv("GPUSIM_SLURMFID_DIR"); d != "" {
+		root = d
+	}
+	dirs, err := filepath.Glob(filepath.Join(root, "*", "recorded.csv"))
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no fidelity fixtures: %v", err)
 	}
