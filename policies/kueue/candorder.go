@@ -2,11 +2,20 @@ package kueue
 
 import "cmp"
 
-// classicalCandCmp is the classical preemption candidate order (targets): the
-// variant's candidate list (hierarchical, other cross-queue, same queue), then
-// (Admission Fair Sharing) higher LocalQueue usage, lower priority, most recently
-// admitted, JobRef.
+// classicalCandCmp is the classical preemption candidate order (targets):
+// workloads already being evicted first (Kueue's NewCandidateIterator lists
+// the evicted hierarchical, other cross-queue and same-queue candidates before
+// the others; they are candidates only with preemptorReservation false), then
+// the variant's candidate list (hierarchical, other cross-queue, same queue),
+// then (Admission Fair Sharing) higher LocalQueue usage, lower priority, most
+// recently admitted, JobRef.
 func (k *Kueue) classicalCandCmp(x, y *workload) int {
+	if x.evicting != y.evicting {
+		if x.evicting {
+			return -1
+		}
+		return 1
+	}
 	if gx, gy := x.pv.group(), y.pv.group(); gx != gy {
 		return cmp.Compare(gx, gy)
 	}
@@ -23,9 +32,9 @@ func (k *Kueue) classicalCandCmp(x, y *workload) int {
 }
 
 // candItem is a candidate with its order key: classicalCandCmp without the AFS
-// term, as (a, b, JobRef) compared lexicographically. a holds the group above
-// the priority (offset to compare unsigned), b the admission sequence inverted
-// (most recent first).
+// term, as (a, b, JobRef) compared lexicographically. a holds "not being
+// evicted" above the group above the priority (offset to compare unsigned), b
+// the admission sequence inverted (most recent first).
 type candItem struct {
 	a, b uint64
 	w    *workload
@@ -33,10 +42,18 @@ type candItem struct {
 
 func candKey(x *workload) candItem {
 	return candItem{
-		a: uint64(x.pv.group())<<32 | uint64(uint32(x.prio)^1<<31),
+		a: notEvicting(x)<<34 | uint64(x.pv.group())<<32 | uint64(uint32(x.prio)^1<<31),
 		b: ^uint64(x.admitSeq),
 		w: x,
 	}
+}
+
+// notEvicting is 0 for a workload being evicted, else 1 (candKey).
+func notEvicting(x *workload) uint64 {
+	if x.evicting {
+		return 0
+	}
+	return 1
 }
 
 // candSortMax is the most candidates candOrder sorts outright (insertion sort)

@@ -308,6 +308,18 @@ func (k *Kueue) tournament(es []*entry) int {
 	return winner
 }
 
+// candidate reports whether x, admitted, may be a preemption candidate now.
+// A workload already being evicted is one only with preemptorReservation
+// false (Kueue lists it and sorts it first, CandidatesOrdering; preempting it
+// again evicts nothing, IssuePreemptions' "Preemption ongoing"); otherwise x
+// must be preemptible.
+func (k *Kueue) candidate(x *workload) bool {
+	if x.evicting {
+		return k.retarget
+	}
+	return k.preemptible(x)
+}
+
 // preemptible reports whether x may be chosen as a victim now: a workload still
 // waiting for placement holds quota and can always be evicted; a running one only
 // if the engine allows preempting its job (minimum runtime, anti-churn window).
@@ -316,10 +328,14 @@ func (k *Kueue) preemptible(x *workload) bool {
 }
 
 // candLess is Kueue's preemption candidate order (common/ordering.go) for a
-// preemptor of ClusterQueue C: other ClusterQueues first; (Admission Fair
-// Sharing, same ClusterQueue, different LocalQueues) higher LocalQueue usage
-// first; lower priority; most recently admitted; JobRef.
+// preemptor of ClusterQueue C: workloads already being evicted first (only
+// candidates with preemptorReservation false); other ClusterQueues; (Admission
+// Fair Sharing, same ClusterQueue, different LocalQueues) higher LocalQueue
+// usage first; lower priority; most recently admitted; JobRef.
 func (k *Kueue) candLess(C *clusterQueue, x, y *workload) bool {
+	if x.evicting != y.evicting {
+		return x.evicting
+	}
 	if (x.cq != C) != (y.cq != C) {
 		return x.cq != C
 	}
@@ -339,8 +355,9 @@ func (k *Kueue) candLess(C *clusterQueue, x, y *workload) bool {
 // findCandidates): workloads of the preemptor's ClusterQueue allowed by
 // withinClusterQueue, and, with reclaimWithinCohort, workloads of any
 // ClusterQueue of the cohort tree that borrows on a requested flavor-resource,
-// allowed by that policy. Only workloads using a requested flavor-resource and
-// not already being evicted count.
+// allowed by that policy. Only workloads using a requested flavor-resource
+// count, and (k.candidate) not already being evicted unless
+// preemptorReservation is false.
 func (k *Kueue) fairCandidates(e *entry) []*workload {
 	w, C := e.w, e.w.cq
 	need := e.needFRs()
@@ -366,7 +383,7 @@ func (k *Kueue) fairCandidates(e *entry) []*workload {
 			policy = C.reclaim
 		}
 		for _, x := range cq.admitted {
-			if !x.evicting && uses(x) && allowed(policy, x) && k.preemptible(x) {
+			if uses(x) && allowed(policy, x) && k.candidate(x) {
 				out = append(out, x)
 			}
 		}

@@ -206,6 +206,11 @@ func replayRecording(t *testing.T, dir string, jobs []kueuefid.Job, rec map[stri
 	if err := yaml.Unmarshal(pb, &n); err != nil {
 		t.Fatal(err)
 	}
+	if v := os.Getenv("GPUSIM_KUEUEFID_PREEMPTOR_RESERVATION"); v != "" {
+		// Replays every fixture with preemptorReservation set to v (true or
+		// false), whatever its params.yaml says.
+		setParam(n.Content[0], "preemptorReservation", v)
+	}
 	pol, err := policies.NewWithEnv("kueue", n.Content[0], policies.Env{BaseDir: dir})
 	if err != nil {
 		t.Fatalf("%s/params.yaml: %v", dir, err)
@@ -229,6 +234,18 @@ func replayRecording(t *testing.T, dir string, jobs []kueuefid.Job, rec map[stri
 		got[string(res.Jobs[i].Spec.ID)] = r.runs[res.Jobs[i].Ref]
 	}
 	return compareKueue(jobs, rec, got)
+}
+
+// setParam sets key to the scalar value in the params mapping m, replacing
+// its value if the key is there.
+func setParam(m *yaml.Node, key, value string) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content[i+1] = &yaml.Node{Kind: yaml.ScalarNode, Value: value}
+			return
+		}
+	}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, &yaml.Node{Kind: yaml.ScalarNode, Value: value})
 }
 
 // compareKueue computes the agreement of a recording and a replay.

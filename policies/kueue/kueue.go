@@ -44,6 +44,18 @@ type Params struct {
 	// (parked) workloads to their queues after quota is freed, as Kueue's
 	// requeuer batches it (1s in Kueue; default 0: at once). requeue.go.
 	RequeueBatchPeriod *policies.Dur `yaml:"requeueBatchPeriod"`
+	// PreemptorReservation (default true) keeps gpusim's model of a preemptor
+	// while its victims terminate: its request is reserved from the moment it
+	// preempts until it is admitted, it is not re-nominated meanwhile, it is
+	// processed first once they are gone, and workloads already being evicted
+	// are no candidates. false models Kueue (scheduler.go schedule,
+	// preemption.go GetTargets and IssuePreemptions): the preemptor stays an
+	// ordinary head, re-nominated every cycle with its usage added to that
+	// cycle only; its targets are recomputed with evicting workloads as
+	// candidates, sorted first (CandidatesOrdering), and choosing only those
+	// evicts nothing ("preemption ongoing"); once they are gone it competes
+	// for the freed quota like any other head. docs/kueue.md.
+	PreemptorReservation *bool `yaml:"preemptorReservation"`
 	// Placement chooses nodes for admitted workloads (kube-scheduler's role):
 	// first-fit (default), best-fit or spread.
 	Placement string `yaml:"placement"`
@@ -64,7 +76,7 @@ const DefaultEvictionGrace = 30 * sim.Second
 func init() {
 	policies.Register(policies.Info{Name: "kueue",
 		Summary: "Kueue admission: ClusterQueues with nominal/borrowing/lending quota per flavor, (hierarchical) cohorts, StrictFIFO/BestEffortFIFO, one head per queue per cycle, classical preemption with fill-back, TAS; fair sharing (DRS order, fair preemption), Admission Fair Sharing and waitForPodsReady from a Kueue Configuration; from real Kueue manifests.",
-		Params:  "manifests (file/dir) or inline; queueMapping; priorityClassByJobClass; flavorModels; evictionGracePeriod (30s); requeueBatchPeriod (0s); placement; topologyLevelMapping; topologyRequests"},
+		Params:  "manifests (file/dir) or inline; queueMapping; priorityClassByJobClass; flavorModels; evictionGracePeriod (30s); requeueBatchPeriod (0s); preemptorReservation (true); placement; topologyLevelMapping; topologyRequests"},
 		func(n *yaml.Node, env policies.Env) (sim.Policy, error) {
 			var p Params
 			if err := policies.DecodeParams(n, &p); err != nil {
@@ -162,6 +174,7 @@ type Kueue struct {
 	wls        []*workload
 	grace      sim.Duration
 	batch      sim.Duration // requeue batch period (requeue.go)
+	retarget   bool         // preemptorReservation false: Kueue's per-cycle re-targeting (cycle)
 	requeues   []requeueAt  // pending batched requeues (requeue.go)
 	placer     placement.Placer
 	prepC      *sim.Cluster // cluster placer was prepared for (placement.Prepare)
@@ -272,6 +285,7 @@ func New(p Params, env policies.Env) (*Kueue, error) {
 	if p.RequeueBatchPeriod != nil {
 		k.batch = sim.Duration(*p.RequeueBatchPeriod)
 	}
+	k.retarget = p.PreemptorReservation != nil && !*p.PreemptorReservation
 	k.placer = placer
 	for _, name := range slices.Sorted(maps.Keys(p.PriorityClassByJobClass)) {
 		if _, err := sim.ParseClass(name); err != nil {

@@ -56,7 +56,8 @@ func fitsInQuota(n *qnode, req []frQ, rem []frQ) (bool, []frQ) {
 // targets chooses victims for a preempting entry with Kueue's classical
 // algorithm (preemption.go classicalPreemptions, classical/candidate_generator.go,
 // classical/hierarchical_preemption.go). Candidates use a flavor-resource that
-// needs preemption and are running or admitted, not already being evicted:
+// needs preemption and are running or admitted (k.candidate: not already being
+// evicted, unless preemptorReservation is false):
 //   - same-queue candidates (withinClusterQueue);
 //   - with reclaimWithinCohort, workloads allowed by it in ClusterQueues (and
 //     subtrees) above their quota on what needs preemption, collected walking up
@@ -66,7 +67,8 @@ func fitsInQuota(n *qnode, req []frQ, rem []frQ) (bool, []frQ) {
 //     otherwise it is evictable only if the preemptor does not borrow, unless
 //     borrowWithinCohort allows it (lower priority, at most maxPriorityThreshold).
 //
-// Order: hierarchical, then the other cross-queue, then same-queue candidates,
+// Order: (preemptorReservation false) those already being evicted first; then
+// hierarchical, then the other cross-queue, then same-queue candidates,
 // each by (AFS) LocalQueue usage, lower priority, most recently admitted, then
 // id. Attempts with borrowing allowed and/or forbidden as Kueue orders them;
 // candidates are removed in order (skipping those whose queue, or an ancestor
@@ -84,7 +86,7 @@ func (k *Kueue) targets(e *entry) []*workload {
 	uses := func(x *workload) bool { return x.usesAny(need) }
 	cands := k.candBuf[:0]
 	defer func() { k.candBuf = cands[:0] }()
-	ok := func(x *workload) bool { return !x.evicting && uses(x) && k.preemptible(x) }
+	ok := func(x *workload) bool { return uses(x) && k.candidate(x) }
 	if C.within != "Never" {
 		for _, x := range C.admitted {
 			if ok(x) && allowedBy(C.within, w, x) {

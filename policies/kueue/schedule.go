@@ -260,6 +260,14 @@ func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
 			if overlap {
 				continue
 			}
+			if k.retarget {
+				held = k.preemptRetarget(e, targets, now, held, &admitted)
+				if !w.cq.strict {
+					w.cq.sticky = w
+				}
+				p.Wait(w.job.Ref, sim.ReasonPreempting)
+				continue
+			}
 			for _, t := range targets {
 				t.claimed = k.claimGen
 				t.evicting = true
@@ -308,6 +316,39 @@ func (k *Kueue) cycle(v *sim.View, p *sim.Plan) int {
 		k.evictions = keep
 	}
 	return admitted
+}
+
+// preemptRetarget is the preemption step of a cycle with preemptorReservation
+// false, as Kueue's schedule does it (pkg/scheduler/scheduler.go, v0.17.0):
+// the preemptor's usage is added to the quota tree for the rest of this cycle
+// only (cq.AddUsage(usage), undone with held at the end of the cycle), and its
+// targets are preempted (preemption.go IssuePreemptions): a target already
+// being evicted is not evicted again ("Preemption ongoing"). It reports a
+// change of state (admitted++) only when it evicted a new victim, so that a
+// preemptor re-targeting its terminating victims ends the sequence of cycles
+// at this time. The preemptor stays queued (Kueue requeues it at once,
+// RequeueReasonPendingPreemption) and is nominated again next cycle.
+func (k *Kueue) preemptRetarget(e *entry, targets []*workload, now sim.Time, held []heldQuota, admitted *int) []heldQuota {
+	fresh := 0
+	for _, t := range targets {
+		t.claimed = k.claimGen
+		if t.evicting {
+			continue // preemption ongoing
+		}
+		t.evicting = true
+		g := k.graceFor(t, now)
+		k.evictions = append(k.evictions, eviction{w: t, by: e.w, at: now.Add(g), grace: g})
+		fresh++
+	}
+	if fresh > 0 {
+		*admitted++
+	}
+	cq := e.w.cq
+	for _, a := range e.assign {
+		cq.node.addUsage(a.fr, a.q)
+		held = append(held, heldQuota{cq, a})
+	}
+	return held
 }
 
 // requeueInadmissible parks a BestEffortFIFO head that cannot be admitted, together
