@@ -149,10 +149,13 @@ func (r *runRecorder) Observe(v *sim.View, e sim.Event) {
 // duration_s and every victim releases evictionGracePeriod after its
 // eviction (the replay before issue 17's race fixtures; docs/fidelity.md
 // gives both).
-func replayFidelity(t *testing.T, dir string, measured bool) kueueFidelity {
+//
+// reservation, when not empty, sets the policy's preemptorReservation
+// ("true" or "false") whatever the fixture's params.yaml says.
+func replayFidelity(t *testing.T, dir string, measured bool, reservation string) kueueFidelity {
 	t.Helper()
 	jobs, rec := readFixture(t, dir)
-	return replayRecording(t, dir, jobs, rec, measured)
+	return replayRecording(t, dir, jobs, rec, measured, reservation)
 }
 
 // readFixture reads a fixture's jobs and its recorded runs by job, in run order.
@@ -178,7 +181,7 @@ func readFixture(t *testing.T, dir string) ([]kueuefid.Job, map[string][]kueuefi
 
 // replayRecording is replayFidelity on jobs and recording rec (fixture dir's
 // params.yaml and manifests).
-func replayRecording(t *testing.T, dir string, jobs []kueuefid.Job, rec map[string][]kueuefid.Run, measured bool) kueueFidelity {
+func replayRecording(t *testing.T, dir string, jobs []kueuefid.Job, rec map[string][]kueuefid.Run, measured bool, reservation string) kueueFidelity {
 	t.Helper()
 	// the jobs, submitted when the recorder created them
 	var specs []sim.JobSpec
@@ -206,10 +209,8 @@ func replayRecording(t *testing.T, dir string, jobs []kueuefid.Job, rec map[stri
 	if err := yaml.Unmarshal(pb, &n); err != nil {
 		t.Fatal(err)
 	}
-	if v := os.Getenv("GPUSIM_KUEUEFID_PREEMPTOR_RESERVATION"); v != "" {
-		// Replays every fixture with preemptorReservation set to v (true or
-		// false), whatever its params.yaml says.
-		setParam(n.Content[0], "preemptorReservation", v)
+	if reservation != "" {
+		setParam(n.Content[0], "preemptorReservation", reservation)
 	}
 	pol, err := policies.NewWithEnv("kueue", n.Content[0], policies.Env{BaseDir: dir})
 	if err != nil {
@@ -334,11 +335,26 @@ func (f *kueueFidelity) offCount(tol float64) (int, []string) {
 
 func TestKueueFidelity(t *testing.T) {
 	// GPUSIM_KUEUEFID_DIR replays fixtures recorded elsewhere (a fresh
-	// recording of copies, without touching the committed ones).
+	// recording of copies, without touching the committed ones);
+	// GPUSIM_KUEUEFID_PREEMPTOR_RESERVATION (true or false) replays every
+	// fixture with that preemptorReservation, whatever its params.yaml says.
 	root := "testdata/fidelity"
 	if d := os.Getenv("GPUSIM_KUEUEFID_DIR"); d != "" {
 		root = d
 	}
+	checkKueueFidelity(t, root, os.Getenv("GPUSIM_KUEUEFID_PREEMPTOR_RESERVATION"))
+}
+
+// The committed fixtures set preemptorReservation: false (Kueue's
+// re-targeting preemptor); gpusim's reservation model agrees with every one
+// of them too, to the same want.yaml.
+func TestKueueFidelityWithReservation(t *testing.T) {
+	checkKueueFidelity(t, "testdata/fidelity", "true")
+}
+
+// checkKueueFidelity replays every fixture under root (reservation: see
+// replayFidelity) and checks its want.yaml.
+func checkKueueFidelity(t *testing.T, root, reservation string) {
 	files, err := filepath.Glob(filepath.Join(root, "*", "recorded.csv"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no Kueue fidelity fixtures: %v", err)
@@ -359,7 +375,7 @@ func TestKueueFidelity(t *testing.T) {
 			if want.Tolerance <= 0 {
 				t.Fatalf("%s/want.yaml: tolerance: must be > 0", dir)
 			}
-			f := replayFidelity(t, dir, true)
+			f := replayFidelity(t, dir, true, reservation)
 			off, offRuns := f.offCount(want.Tolerance)
 			t.Logf("| %s | %d | %v | %v (%d/%d) | %v (%d) | %d | %d | %.2f s |", name, f.jobs, f.admittedSame, f.evictedSame,
 				f.evictionsKueue, f.evictionsSim, f.orderSame, f.inversions, f.admissions, f.admissions-off, f.maxDiff)
@@ -376,7 +392,7 @@ func TestKueueFidelity(t *testing.T) {
 			if off > want.MaxOff {
 				t.Errorf("%d admissions off by more than %.1f s (want at most %d):\n%s", off, want.Tolerance, want.MaxOff, strings.Join(offRuns, "\n"))
 			}
-			nom := replayFidelity(t, dir, false)
+			nom := replayFidelity(t, dir, false, reservation)
 			nomOff, _ := nom.offCount(want.Tolerance)
 			t.Logf("  nominal timing: admitted same %v, evicted same %v (%d/%d), order same %v (%d), within tol %d/%d, max |Δ| %.2f s",
 				nom.admittedSame, nom.evictedSame, nom.evictionsKueue, nom.evictionsSim, nom.orderSame, nom.inversions,
@@ -445,22 +461,24 @@ func TestCompareKueue(t *testing.T) {
 // makes 3, and of the recording as it is, 4.
 func TestKueueReplayFollowsRecordedRace(t *testing.T) {
 	dir := "testdata/fidelity/priority-race"
-	jobs, rec := readFixture(t, dir)
-	if f := replayRecording(t, dir, jobs, rec, true); f.evictionsSim != 4 {
-		t.Fatalf("as recorded: gpusim made %d evictions, want 4", f.evictionsSim)
-	}
-	l2 := rec["l2"]
-	if len(l2) < 1 || math.Abs(l2[0].Released-15.145) > 1e-9 || math.Abs(l2[0].Evicted-10.096) > 1e-9 {
-		t.Fatalf("priority-race's recording changed (l2 run 1 %+v): rework this test", l2)
-	}
-	l2[0].Released = 14.945
-	f := replayRecording(t, dir, jobs, rec, true)
-	if f.evictionsSim != 3 {
-		t.Fatalf("l2 released 0.2 s sooner: gpusim made %d evictions, want 3", f.evictionsSim)
-	}
-	for _, a := range f.runs {
-		if a.id == "l3" && a.run == 2 && !math.IsNaN(a.sim) {
-			t.Fatalf("l3 evicted and admitted again: %v", a)
+	for _, reservation := range []string{"true", "false"} { // both models of the preemptor agree
+		jobs, rec := readFixture(t, dir)
+		if f := replayRecording(t, dir, jobs, rec, true, reservation); f.evictionsSim != 4 {
+			t.Fatalf("preemptorReservation %s, as recorded: gpusim made %d evictions, want 4", reservation, f.evictionsSim)
+		}
+		l2 := rec["l2"]
+		if len(l2) < 1 || math.Abs(l2[0].Released-15.145) > 1e-9 || math.Abs(l2[0].Evicted-10.096) > 1e-9 {
+			t.Fatalf("priority-race's recording changed (l2 run 1 %+v): rework this test", l2)
+		}
+		l2[0].Released = 14.945
+		f := replayRecording(t, dir, jobs, rec, true, reservation)
+		if f.evictionsSim != 3 {
+			t.Fatalf("preemptorReservation %s, l2 released 0.2 s sooner: gpusim made %d evictions, want 3", reservation, f.evictionsSim)
+		}
+		for _, a := range f.runs {
+			if a.id == "l3" && a.run == 2 && !math.IsNaN(a.sim) {
+				t.Fatalf("preemptorReservation %s: l3 evicted and admitted again: %v", reservation, a)
+			}
 		}
 	}
 }
