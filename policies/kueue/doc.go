@@ -20,8 +20,11 @@
 //     attempt order), candidate ordering and fill-back;
 //     preempt-then-admit-later: victims keep running and hold quota for the
 //     eviction grace period, the preemptor stays at its queue's head and
-//     reserves its quota meanwhile (a simplification: Kueue re-nominates it
-//     every cycle; docs/kueue.md, "Known differences from Kueue");
+//     reserves its quota meanwhile (params.preemptorReservation, default true:
+//     a simplification); with preemptorReservation false it is re-nominated
+//     every cycle as in Kueue, re-targeting its terminating victims (sorted
+//     first among candidates) without evicting them again, and competes for
+//     the freed quota like any head (docs/kueue.md);
 //   - placement after admission (kube-scheduler's role) on the assigned flavors'
 //     nodes; an admitted workload that does not fit the free nodes holds its quota
 //     and waits (the quota-vs-capacity gap);
