@@ -35,6 +35,7 @@ func TestCandOrderMatchesSort(t *testing.T) {
 			ws[i] = &workload{job: &sim.Job{Ref: sim.JobRef(rapid.IntRange(0, 1000).Draw(t, "ref"))},
 				prio:     rapid.SampledFrom(prios).Draw(t, "prio"),
 				pv:       pvariant(rapid.IntRange(0, 3).Draw(t, "pv")),
+				evicting: rapid.IntRange(0, 3).Draw(t, "evicting") == 0, // preemptorReservation false
 				admitSeq: seqs[i]}
 			if rapid.IntRange(0, 5).Draw(t, "dupSeq") == 0 && i > 0 {
 				ws[i].admitSeq = ws[i-1].admitSeq // equal keys: the JobRef decides

@@ -102,6 +102,12 @@ func releases(res *sim.Result) string {
 // priority): it overtakes a1, which must preempt again and evicts b2 (released
 // at 11), and is admitted at 11. Two evictions. b2 returns at 16 when c1 ends
 // (b2 before b3: same priority and time, lower id); b1 is never evicted.
+//
+// With fair sharing on, every decision is the same: a and c stay within
+// their nominal quota (fair preemption takes b's workloads without comparing
+// shares, FairSharingPreemptWithinNominal; b3 first, being evicted, then the
+// most recently admitted), and in the tournament a1 and c1 neither borrow
+// nor have a share, so priority puts c1 first.
 func TestPreemptorReservationOff(t *testing.T) {
 	jobs := []sim.JobSpec{
 		MakeJob("b1").Queue("b").GPUs(4).Dur(100).Obj(),
@@ -119,12 +125,21 @@ func TestPreemptorReservationOff(t *testing.T) {
 		{true, "b3@6 b2@7 b1@7", 7, 7, 3},
 		{false, "b3@6 b2@11", 11, 6, 2},
 	} {
-		k := retargetKueue(t, threeCQs, tc.reserve)
-		res := Run(t, Nodes(3, 4), k, jobs...)
-		st := Starts(res)
-		if got := releases(res); got != tc.released || st["a1"] != tc.a1 || st["c1"] != tc.c1 || k.Evictions() != tc.evicted {
-			t.Errorf("preemptorReservation %v: released %q (want %q), a1 at %v (want %v), c1 at %v (want %v), %d evictions (want %d)\n%s",
-				tc.reserve, got, tc.released, st["a1"], tc.a1, st["c1"], tc.c1, k.Evictions(), tc.evicted, Schedule(res))
+		for _, fair := range []bool{false, true} {
+			manifests := threeCQs
+			if fair {
+				manifests += "---\n" + fsOn
+			}
+			k := retargetKueue(t, manifests, tc.reserve)
+			if k.fairOn() != fair {
+				t.Fatalf("fair sharing %v: not configured", fair)
+			}
+			res := Run(t, Nodes(3, 4), k, jobs...)
+			st := Starts(res)
+			if got := releases(res); got != tc.released || st["a1"] != tc.a1 || st["c1"] != tc.c1 || k.Evictions() != tc.evicted {
+				t.Errorf("preemptorReservation %v, fair sharing %v: released %q (want %q), a1 at %v (want %v), c1 at %v (want %v), %d evictions (want %d)\n%s",
+					tc.reserve, fair, got, tc.released, st["a1"], tc.a1, st["c1"], tc.c1, k.Evictions(), tc.evicted, Schedule(res))
+			}
 		}
 	}
 }
