@@ -65,14 +65,18 @@ fidelity-slurm: ## record real Slurm on the fidelity fixtures (FIXTURES=dir...; 
 	scripts/fidelity-slurm.sh $(FIXTURES)
 
 # The real Kueue controller as oracle (docs/fidelity.md): builds the Kueue
-# v0.17.0 manager from the module proxy (scripts/ensure-kueue.sh, cached like
-# the API server), runs it against kubetest's etcd + kube-apiserver with its
-# webhooks on loopback, plays each fixture's Workloads and rewrites its
-# recorded.csv and recorded.meta. About 1-2 minutes per fixture; needs root.
-KUEUE_FIXTURES ?= $(wildcard policies/kueue/testdata/fidelity/*/)
+# manager of KUEUE_VERSION (v0.17.0: e2e/deps/kueue; v0.16.2:
+# e2e/deps/kueue-v0.16.2) from the module proxy (scripts/ensure-kueue.sh,
+# cached per version), runs it against kubetest's etcd + kube-apiserver with
+# that version's CRDs and webhooks on loopback, plays each fixture's Workloads
+# and rewrites its recorded.csv and recorded.meta. Fixtures default to
+# policies/kueue/testdata/fidelity/ (v0.17.0) or fidelity-<version>/. About
+# 1-2 minutes per fixture; needs root.
+KUEUE_VERSION ?= v0.17.0
+KUEUE_FIXTURES ?=
 
-fidelity-kueue: ## record the real Kueue controller on its fidelity fixtures (KUEUE_FIXTURES=dir...; needs root)
-	scripts/fidelity-kueue.sh $(KUEUE_FIXTURES)
+fidelity-kueue: ## record the real Kueue controller on its fidelity fixtures (KUEUE_VERSION=v0.16.2, KUEUE_FIXTURES=dir...; needs root)
+	KUEUE_VERSION=$(KUEUE_VERSION) scripts/fidelity-kueue.sh $(KUEUE_FIXTURES)
 
 # Real Volcano scheduler as oracle (docs/fidelity.md): builds vc-scheduler
 # v1.10.0 from the module proxy (scripts/ensure-volcano.sh, cached), runs it

@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # Builds the Kueue manager (sigs.k8s.io/kueue cmd/kueue, the version pinned by
-# the wrapper module e2e/deps/kueue) from the Go module proxy into a cache, for
-# the Kueue fidelity recorder (docs/fidelity.md, `make fidelity-kueue`).
+# the wrapper module $KUEUE_DEP, default e2e/deps/kueue (v0.17.0);
+# e2e/deps/kueue-v0.16.2 pins v0.16.2) from the Go module proxy into a cache,
+# for the Kueue fidelity recorder (docs/fidelity.md, `make fidelity-kueue`).
 # The cache is ${GPUSIM_E2E_CACHE:-$HOME/.cache/gpusim-e2e}/kueue-<key>/ where
 # <key> is the first 16 hex digits of the SHA-256 of the Go version line and
-# the wrapper files. It is a sibling of scripts/ensure-e2e-deps.sh (which builds
+# the wrapper files' paths and contents less their `// ` comment lines (so a
+# comment edit does not orphan a 13-minute build; //go:build lines count).
+# The paths and module lines differ per wrapper, so each version has its own
+# entry. It is a sibling of scripts/ensure-e2e-deps.sh (which builds
 # kube-apiserver and etcd) so that the two caches are keyed independently.
 # Idempotent: a complete cache entry is reused. Prints the path of the manager
 # binary on its last line. --print prints that path without building.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dep=e2e/deps/kueue
+dep=${KUEUE_DEP:-e2e/deps/kueue}
+[ -f "$dep/go.mod" ] || { echo "ensure-kueue: no wrapper module $dep/go.mod" >&2; exit 1; }
 files=("$dep/go.mod" "$dep/go.sum" "$dep/tools.go")
-key=$({ echo "$(go env GOVERSION)"; for f in "${files[@]}"; do echo "== $f"; cat "$f"; done; } | sha256sum | cut -c1-16)
+key=$({ echo "$(go env GOVERSION)"; for f in "${files[@]}"; do echo "== $f"; grep -Ev '^//( |$)' "$f"; done; } | sha256sum | cut -c1-16)
 root="${GPUSIM_E2E_CACHE:-$HOME/.cache/gpusim-e2e}/kueue-$key"
 if [ "${1:-}" = "--print" ]; then echo "$root/bin/kueue-manager"; exit 0; fi
 if [ -f "$root/complete" ]; then echo "$root/bin/kueue-manager"; exit 0; fi

@@ -69,7 +69,13 @@ func KueueCRDDir(binDir string) string {
 // schemas, so the API server validates Kueue objects as in a real cluster)
 // from KueueCRDDir(c's bin directory).
 func (c *Cluster) InstallKueueCRDs(ctx context.Context) error {
-	dir := KueueCRDDir(c.opt.BinDir)
+	return c.InstallKueueCRDsFrom(ctx, KueueCRDDir(c.opt.BinDir))
+}
+
+// InstallKueueCRDsFrom installs the CRDs of every *.yaml file in dir, for
+// example config/components/crd/bases of another sigs.k8s.io/kueue module
+// version than the one scripts/ensure-e2e-deps.sh copies.
+func (c *Cluster) InstallKueueCRDsFrom(ctx context.Context, dir string) error {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(files) == 0 {
 		return fmt.Errorf("kubetest: no Kueue CRDs in %s (run make e2e-deps)", dir)

@@ -11,7 +11,11 @@
 // Everything it started is stopped by PID and the directory removed (-keep
 // keeps it, with the logs).
 //
-//	go run ./internal/kueuefid/record -bin DIR -manager BIN -webhooks FILE [-scale 1] FIXTURE...
+// -crds installs the CRDs of the manager's own Kueue module version
+// (config/components/crd/bases); without it the recorder installs those that
+// scripts/ensure-e2e-deps.sh copied next to -bin (e2e/deps/kueue.version).
+//
+//	go run ./internal/kueuefid/record -bin DIR -manager BIN -webhooks FILE [-crds DIR] [-kueue-version V] [-scale 1] FIXTURE...
 package main
 
 import (
@@ -39,19 +43,20 @@ func main() {
 	bin := flag.String("bin", "", "directory with etcd and kube-apiserver (scripts/ensure-e2e-deps.sh)")
 	mgr := flag.String("manager", "", "the Kueue manager binary (scripts/ensure-kueue.sh)")
 	hooks := flag.String("webhooks", "", "Kueue's config/components/webhook/manifests.yaml")
+	crds := flag.String("crds", "", "Kueue's config/components/crd/bases (default: the CRDs cached next to -bin)")
 	version := flag.String("kueue-version", "v0.17.0", "the Kueue version of -manager, written to recorded.meta")
 	scale := flag.Float64("scale", 1, "real seconds per simulated second")
 	keep := flag.Bool("keep", false, "keep the temporary directory (logs)")
 	timeout := flag.Duration("timeout", 15*time.Minute, "real-time limit per fixture")
 	flag.Parse()
 	if *bin == "" || *mgr == "" || *hooks == "" || flag.NArg() == 0 || *scale <= 0 {
-		fmt.Fprintln(os.Stderr, "usage: record -bin DIR -manager BIN -webhooks FILE [-scale S] FIXTURE...")
+		fmt.Fprintln(os.Stderr, "usage: record -bin DIR -manager BIN -webhooks FILE [-crds DIR] [-kueue-version V] [-scale S] FIXTURE...")
 		os.Exit(2)
 	}
 	failed := false
 	for _, dir := range flag.Args() {
 		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-		err := recordFixture(ctx, *bin, *mgr, *hooks, *version, *scale, *keep, filepath.Clean(dir))
+		err := recordFixture(ctx, *bin, *mgr, *hooks, *crds, *version, *scale, *keep, filepath.Clean(dir))
 		cancel()
 		if err != nil {
 			log.Printf("%s: %v", dir, err)
@@ -77,7 +82,7 @@ var kueueGVRs = []struct {
 	{"LocalQueue", "localqueues", true},
 }
 
-func recordFixture(ctx context.Context, bin, mgrBin, hooks, version string, scale float64, keep bool, dir string) (err error) {
+func recordFixture(ctx context.Context, bin, mgrBin, hooks, crds, version string, scale float64, keep bool, dir string) (err error) {
 	jobs, err := kueuefid.ReadJobs(filepath.Join(dir, "jobs.csv"))
 	if err != nil {
 		return err
@@ -108,7 +113,12 @@ func recordFixture(ctx context.Context, bin, mgrBin, hooks, version string, scal
 		return err
 	}
 	defer c.Stop()
-	if err := c.InstallKueueCRDs(ctx); err != nil {
+	if crds != "" {
+		err = c.InstallKueueCRDsFrom(ctx, crds)
+	} else {
+		err = c.InstallKueueCRDs(ctx)
+	}
+	if err != nil {
 		return err
 	}
 	for _, ns := range []string{kueueNamespace, "default"} {
