@@ -132,7 +132,7 @@ func recordFixture(ctx context.Context, bin, mgrBin, hooks, crds, version string
 			fixtureCfg = d.Object
 		}
 	}
-	m, err := startManager(ctx, mgrBin, tmp, c.Config.Host, fixtureCfg)
+	m, err := startManager(ctx, mgrBin, version, tmp, c.Config.Host, fixtureCfg)
 	if err != nil {
 		return err
 	}

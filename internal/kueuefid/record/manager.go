@@ -105,7 +105,7 @@ func managerConfig(fixtureCfg map[string]any, certDir string, webhookPort, healt
 // namespace (unshare -m) where an overlay adds that directory to /etc; the
 // host's /etc is not changed. The webhook server uses the API server's
 // serving certificate from kubetest's PKI (it names 127.0.0.1).
-func startManager(ctx context.Context, bin, dir, host string, fixtureCfg map[string]any) (*manager, error) {
+func startManager(ctx context.Context, bin, version, dir, host string, fixtureCfg map[string]any) (*manager, error) {
 	kubeconfig, err := writeKubeconfig(dir, host)
 	if err != nil {
 		return nil, err
@@ -143,11 +143,10 @@ func startManager(ctx context.Context, bin, dir, host string, fixtureCfg map[str
 	if err != nil {
 		return nil, err
 	}
-	m.cmd = exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c",
-		`mount -t overlay overlay -o "lowerdir=$1:/etc" /etc && shift && exec "$@"`, "sh",
-		filepath.Join(dir, "etc-overlay"), bin,
-		"--config="+cfgPath, "--kubeconfig="+kubeconfig,
-		"--visibility-server-port="+strconv.Itoa(ports[3]), "--zap-log-level=2")
+	args := []string{"-c", `mount -t overlay overlay -o "lowerdir=$1:/etc" /etc && shift && exec "$@"`, "sh",
+		filepath.Join(dir, "etc-overlay"), bin}
+	m.cmd = exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "sh"},
+		append(args, managerArgs(version, cfgPath, kubeconfig, ports[3])...)...)...)
 	m.cmd.Stdout, m.cmd.Stderr = logf, logf
 	m.cmd.Dir = dir
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -179,6 +178,18 @@ func startManager(ctx context.Context, bin, dir, host string, fixtureCfg map[str
 			return nil, fmt.Errorf("kueue manager not ready after 120s; see %s", m.log)
 		}
 	}
+}
+
+// managerArgs are cmd/kueue's flags. --visibility-server-port exists from
+// v0.17.0 on (cmd/kueue/main.go); v0.16.2's manager rejects it, and starts
+// no visibility server anyway with VisibilityOnDemand off (managerConfig).
+func managerArgs(version, cfgPath, kubeconfig string, visibilityPort int) []string {
+	args := []string{"--config=" + cfgPath, "--kubeconfig=" + kubeconfig}
+	var major, minor int
+	if _, err := fmt.Sscanf(version, "v%d.%d", &major, &minor); err != nil || major > 0 || minor >= 17 {
+		args = append(args, "--visibility-server-port="+strconv.Itoa(visibilityPort))
+	}
+	return append(args, "--zap-log-level=2")
 }
 
 // stop sends SIGTERM to the manager's process (sh exec'd into the manager,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/gpusim/gpusim/internal/kueuefid"
@@ -36,6 +37,19 @@ func TestManagerConfig(t *testing.T) {
 	}
 	if fixture["namespace"] != "elsewhere" {
 		t.Fatal("the fixture's map was modified")
+	}
+}
+
+// v0.16.2's manager has no --visibility-server-port flag; v0.17.0's has.
+func TestManagerArgs(t *testing.T) {
+	has := func(version string) bool {
+		return slices.Contains(managerArgs(version, "c", "k", 8082), "--visibility-server-port=8082")
+	}
+	if has("v0.16.2") || !has("v0.17.0") || !has("v0.18.1") || !has("v1.0.0") {
+		t.Fatalf("v0.16.2 %v v0.17.0 %v v0.18.1 %v v1.0.0 %v", has("v0.16.2"), has("v0.17.0"), has("v0.18.1"), has("v1.0.0"))
+	}
+	if a := managerArgs("v0.16.2", "c", "k", 1); a[0] != "--config=c" || a[1] != "--kubeconfig=k" || a[len(a)-1] != "--zap-log-level=2" {
+		t.Fatalf("args %v", a)
 	}
 }
 
