@@ -1,8 +1,11 @@
 // Module kueuedep pins the Kueue manager (sigs.k8s.io/kueue v0.17.0, cmd/kueue)
 // for the Kueue fidelity recorder (docs/fidelity.md). It is NOT part of the
 // gpusim module: scripts/ensure-kueue.sh builds its cmd/kueue into a cache.
-// v0.17.0 rather than v0.16.2: the module proxy reachable here does not serve
-// v0.16.2, and v0.17.0 is the version whose CRDs internal/kubetest installs.
+// Issue 17 names v0.16.2; this module pins v0.17.0 because the module proxy
+// did not serve v0.16.2 when it was written. The proxy serves v0.16.2 now:
+// e2e/deps/kueue-v0.16.2 pins it (KUEUE_VERSION=v0.16.2 make fidelity-kueue),
+// and both versions' recordings are kept. v0.17.0 is also the version whose
+// CRDs scripts/ensure-e2e-deps.sh copies (e2e/deps/kueue.version).
 module github.com/gpusim/gpusim/e2e/deps/kueue
 
 go 1.25.0
