@@ -18,9 +18,10 @@ import (
 	"github.com/gpusim/gpusim/sim/simtest"
 )
 
-// The Kueue fidelity fixtures (testdata/fidelity/<name>/, format in package
-// internal/kueuefid) hold what the real Kueue controller (v0.17.0, recorded
-// by `make fidelity-kueue`) did with a set of standalone Workloads. The
+// The Kueue fidelity fixtures (testdata/fidelity/<name>/ recorded with Kueue
+// v0.17.0, testdata/fidelity-v0.16.2/<name>/ with v0.16.2; format in package
+// internal/kueuefid) hold what the real Kueue controller (recorded by
+// `make fidelity-kueue`, KUEUE_VERSION picks the version) did with a set of standalone Workloads. The
 // replay below runs gpusim's kueue policy on the same manifests and jobs,
 // with no daemon, playing the recording's measured timing (replayFidelity):
 // every job is submitted when the recorder created its Workload, runs its
@@ -333,23 +334,72 @@ func (f *kueueFidelity) offCount(tol float64) (int, []string) {
 	return len(off), off
 }
 
+// TestKueueFidelity replays every recorded set: testdata/fidelity (Kueue
+// v0.17.0) and testdata/fidelity-<version> (v0.16.2), one subtest per set
+// named by the Kueue version its recorded.meta files give.
 func TestKueueFidelity(t *testing.T) {
 	// GPUSIM_KUEUEFID_DIR replays fixtures recorded elsewhere (a fresh
 	// recording of copies, without touching the committed ones);
 	// GPUSIM_KUEUEFID_PREEMPTOR_RESERVATION (true or false) replays every
 	// fixture with that preemptorReservation, whatever its params.yaml says.
-	root := "testdata/fidelity"
 	if d := os.Getenv("GPUSIM_KUEUEFID_DIR"); d != "" {
-		root = d
+		checkKueueFidelity(t, d, os.Getenv("GPUSIM_KUEUEFID_PREEMPTOR_RESERVATION"))
+		return
 	}
-	checkKueueFidelity(t, root, os.Getenv("GPUSIM_KUEUEFID_PREEMPTOR_RESERVATION"))
+	for _, root := range fidelitySets(t) {
+		t.Run(setVersion(t, root), func(t *testing.T) {
+			checkKueueFidelity(t, root, os.Getenv("GPUSIM_KUEUEFID_PREEMPTOR_RESERVATION"))
+		})
+	}
 }
 
 // The committed fixtures set preemptorReservation: false (Kueue's
 // re-targeting preemptor); gpusim's reservation model agrees with every one
 // of them too, to the same want.yaml.
 func TestKueueFidelityWithReservation(t *testing.T) {
-	checkKueueFidelity(t, "testdata/fidelity", "true")
+	for _, root := range fidelitySets(t) {
+		t.Run(setVersion(t, root), func(t *testing.T) {
+			checkKueueFidelity(t, root, "true")
+		})
+	}
+}
+
+// fidelitySets are the committed fixture sets: testdata/fidelity and every
+// testdata/fidelity-<version>.
+func fidelitySets(t *testing.T) []string {
+	t.Helper()
+	more, err := filepath.Glob("testdata/fidelity-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]string{"testdata/fidelity"}, more...)
+}
+
+// setVersion is the Kueue version (recorded.meta kueue_version) that
+// recorded every fixture under root; a set named fidelity-<version> must
+// have been recorded with that version.
+func setVersion(t *testing.T, root string) string {
+	t.Helper()
+	metas, err := filepath.Glob(filepath.Join(root, "*", "recorded.meta"))
+	if err != nil || len(metas) == 0 {
+		t.Fatalf("%s: no recorded.meta: %v", root, err)
+	}
+	version := ""
+	for _, f := range metas {
+		m, err := kueuefid.ReadMeta(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := m["kueue_version"]
+		if v == "" || (version != "" && v != version) {
+			t.Fatalf("%s: kueue_version %q (the set's others: %q)", f, v, version)
+		}
+		version = v
+	}
+	if want, ok := strings.CutPrefix(filepath.Base(root), "fidelity-"); ok && want != version {
+		t.Fatalf("%s: recorded with Kueue %s", root, version)
+	}
+	return version
 }
 
 // checkKueueFidelity replays every fixture under root (reservation: see
@@ -359,6 +409,7 @@ func checkKueueFidelity(t *testing.T, root, reservation string) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no Kueue fidelity fixtures: %v", err)
 	}
+	t.Logf("%s:", root)
 	t.Logf("| fixture | jobs | admitted same | evicted same (Kueue/gpusim evictions) | order same (inversions) | admissions | within tol | max |Δ| |")
 	for _, file := range files {
 		dir := filepath.Dir(file)
@@ -481,4 +532,53 @@ func TestKueueReplayFollowsRecordedRace(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fairshare-race's Kueue v0.16.2 recording turned on a race of about one
+// millisecond: b1 ended at 50.014 s, so b1's requeue batch fired at about
+// 51.014 s, and b2 ended at 51.014 s (watch times). Kueue's batch cycle ran
+// before its cache saw b2's end: with b1's 2 GPUs only, b6 won the
+// fair-sharing tournament over c2 (b would borrow 2 of the cohort's GPUs, c
+// 4) and c2 was parked; the next cycle, tens of ms later, saw b2's end and
+// admitted b7 (51.053 s); b8 won again at 52 s, and c2 was admitted at
+// 54.034 s and never evicted (4 evictions). The replay's b2, admitted at its
+// creation (1.000 s) for its recorded 50.000 s, ends at 51.000 s, 1 ms
+// before the replay's batch (b1: 0.000 + 50.001 + 1 s), so the batch's cycle
+// sees 4 free GPUs, admits c2 beside b6, and b7 reclaims it: 5 evictions, as
+// Kueue did in v0.17.0's committed recording and in a v0.16.2 re-recording
+// (docs/fidelity.md). No release time reproduces Kueue's split, because
+// gpusim runs all cycles of an instant at once: with b2's run 5 ms longer,
+// its end follows every cycle of the batch, so b7 is parked too and waits
+// for b2's batch (52.005 s), and c2 is still admitted and reclaimed.
+func TestKueueReplayFairshareRaceV0162(t *testing.T) {
+	dir := "testdata/fidelity-v0.16.2/fairshare-race"
+	for _, reservation := range []string{"true", "false"} {
+		jobs, rec := readFixture(t, dir)
+		f := replayRecording(t, dir, jobs, rec, true, reservation)
+		if f.evictionsKueue != 4 || f.evictionsSim != 5 || simAdmission(f, "c2", 1) != 51.001 {
+			t.Fatalf("preemptorReservation %s, as recorded: evictions Kueue %d gpusim %d, c2 at %.3f; want 4, 5, 51.001",
+				reservation, f.evictionsKueue, f.evictionsSim, simAdmission(f, "c2", 1))
+		}
+		b1, b2 := rec["b1"], rec["b2"]
+		if len(b1) != 1 || len(b2) != 1 || math.Abs(b1[0].Finished-50.014) > 1e-9 || math.Abs(b2[0].Finished-51.014) > 1e-9 || math.Abs(b2[0].Admitted-1.014) > 1e-9 {
+			t.Fatalf("fairshare-race's v0.16.2 recording changed (b1 %+v, b2 %+v): rework this test", b1, b2)
+		}
+		b2[0].Finished += 0.005
+		f = replayRecording(t, dir, jobs, rec, true, reservation)
+		if f.evictionsSim != 5 || simAdmission(f, "b7", 2) != 52.005 || simAdmission(f, "c2", 1) != 52.005 {
+			t.Fatalf("preemptorReservation %s, b2 5 ms longer: %d evictions, b7 run 2 at %.3f, c2 at %.3f; want 5, 52.005, 52.005",
+				reservation, f.evictionsSim, simAdmission(f, "b7", 2), simAdmission(f, "c2", 1))
+		}
+	}
+}
+
+// simAdmission is gpusim's admission time (s, to the ms) of run n of job
+// id in f, NaN if gpusim did not make it.
+func simAdmission(f kueueFidelity, id string, n int) float64 {
+	for _, a := range f.runs {
+		if a.id == id && a.run == n {
+			return math.Round(a.sim*1000) / 1000
+		}
+	}
+	return math.NaN()
 }
