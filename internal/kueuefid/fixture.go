@@ -1,7 +1,8 @@
 // Package kueuefid holds the file formats of the Kueue fidelity fixtures
-// (policies/kueue/testdata/fidelity/<name>/, docs/fidelity.md): what the
-// recorder (internal/kueuefid/record, `make fidelity-kueue`) plays against
-// the real Kueue controller, and what it writes back. The replay test
+// (policies/kueue/testdata/fidelity/<name>/ for Kueue v0.17.0 and
+// fidelity-v0.16.2/<name>/ for v0.16.2, docs/fidelity.md): what the recorder
+// (internal/kueuefid/record, `make fidelity-kueue`) plays against the real
+// Kueue controller, and what it writes back. The replay test
 // (policies/kueue/fidelity_test.go) reads the same files without any daemon.
 //
 // A fixture directory holds:
