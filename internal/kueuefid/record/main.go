@@ -191,6 +191,12 @@ func recordFixture(ctx context.Context, bin, mgrBin, hooks, crds, version string
 	if err := d.play(ctx, order); err != nil {
 		return err
 	}
+	// The manager's cycle starts and what it saw when (kueuefid.Cycle,
+	// kueuefid.Seen), from its log once it has stopped.
+	m.stop()
+	if err := writeInstants(dir, m.log, t0, scale); err != nil {
+		return err
+	}
 	var buf strings.Builder
 	if err := kueuefid.WriteRuns(&buf, d.result()); err != nil {
 		return err
@@ -207,13 +213,42 @@ func recordFixture(ctx context.Context, bin, mgrBin, hooks, crds, version string
 		"t0_unix_ms":         fmt.Sprint(t0.UnixMilli()),
 		"times":              "watch-observed (ms) from T0; admitted_stamp_s is the QuotaReserved lastTransitionTime (1 s resolution)",
 		"requeue_batch_note": "Kueue's 1 s requeue batch period (pkg/cache/queue requeueBatchPeriod) is real time, not scaled",
+		"instants":           "cycles.csv and seen.csv: the manager's log times (us) from T0: scheduling cycle starts, Workload finishes and releases seen",
 	}
 	var mbuf strings.Builder
-	if err := meta.Write(&mbuf, []string{"kueue_version", "kube_apiserver", "time_scale", "eviction_grace", "recorded_utc", "t0_unix_ms", "times", "requeue_batch_note"}); err != nil {
+	if err := meta.Write(&mbuf, []string{"kueue_version", "kube_apiserver", "time_scale", "eviction_grace", "recorded_utc", "t0_unix_ms", "times", "requeue_batch_note", "instants"}); err != nil {
 		return err
 	}
 	log.Printf("%s: %d jobs, %d admissions recorded", dir, len(jobs), len(d.result()))
 	return os.WriteFile(filepath.Join(dir, "recorded.meta"), []byte(mbuf.String()), 0o644)
+}
+
+// writeInstants writes the fixture's cycles.csv and seen.csv from the
+// manager's log.
+func writeInstants(dir, logPath string, t0 time.Time, scale float64) error {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cycles, seen, err := kueuefid.ParseManagerLog(f, t0, scale)
+	if err != nil {
+		return fmt.Errorf("%s: %w", logPath, err)
+	}
+	if len(cycles) == 0 {
+		return fmt.Errorf("%s: no scheduling cycle logged (the scheduler logs its cycles from --zap-log-level=2)", logPath)
+	}
+	var cb, sb strings.Builder
+	if err := kueuefid.WriteCycles(&cb, cycles); err != nil {
+		return err
+	}
+	if err := kueuefid.WriteSeen(&sb, seen); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cycles.csv"), []byte(cb.String()), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "seen.csv"), []byte(sb.String()), 0o644)
 }
 
 // apiserverVersion is the API server's /version gitVersion.

@@ -189,7 +189,8 @@ func managerArgs(version, cfgPath, kubeconfig string, visibilityPort int) []stri
 	if _, err := fmt.Sscanf(version, "v%d.%d", &major, &minor); err != nil || major > 0 || minor >= 17 {
 		args = append(args, "--visibility-server-port="+strconv.Itoa(visibilityPort))
 	}
-	return append(args, "--zap-log-level=2")
+	// Level 6: the scheduler's snapshot of each cycle (kueuefid.Cycle).
+	return append(args, "--zap-log-level=6")
 }
 
 // stop sends SIGTERM to the manager's process (sh exec'd into the manager,

@@ -48,7 +48,7 @@ func TestManagerArgs(t *testing.T) {
 	if has("v0.16.2") || !has("v0.17.0") || !has("v0.18.1") || !has("v1.0.0") {
 		t.Fatalf("v0.16.2 %v v0.17.0 %v v0.18.1 %v v1.0.0 %v", has("v0.16.2"), has("v0.17.0"), has("v0.18.1"), has("v1.0.0"))
 	}
-	if a := managerArgs("v0.16.2", "c", "k", 1); a[0] != "--config=c" || a[1] != "--kubeconfig=k" || a[len(a)-1] != "--zap-log-level=2" {
+	if a := managerArgs("v0.16.2", "c", "k", 1); a[0] != "--config=c" || a[1] != "--kubeconfig=k" || a[len(a)-1] != "--zap-log-level=6" {
 		t.Fatalf("args %v", a)
 	}
 }
