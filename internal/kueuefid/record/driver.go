@@ -56,7 +56,10 @@ type driver struct {
 	cur      map[string]*kueuefid.Run // the run holding quota
 	created  map[string]float64
 	finished map[string]bool
-	errs     []error
+	// releasing: evicted runs whose grace is over and whose admission the
+	// driver cleared, or found nothing to clear in (see observe)
+	releasing map[*kueuefid.Run]bool
+	errs      []error
 }
 
 func (d *driver) now() float64 { return time.Since(d.t0).Seconds() / d.scale }
@@ -135,7 +138,7 @@ func gpuFlavor(o *unstructured.Unstructured) string {
 func (d *driver) play(ctx context.Context, order []kueuefid.Job) error {
 	d.msgs = make(chan func(), 1024)
 	d.runs, d.cur = map[string][]*kueuefid.Run{}, map[string]*kueuefid.Run{}
-	d.created, d.finished = map[string]float64{}, map[string]bool{}
+	d.created, d.finished, d.releasing = map[string]float64{}, map[string]bool{}, map[*kueuefid.Run]bool{}
 	w, err := d.api.Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("watch workloads: %w", err)
@@ -228,6 +231,14 @@ func (d *driver) observe(ctx context.Context, o *unstructured.Unstructured) {
 		run := cur
 		log.Printf("%8.3f evict %s run %d (%s: %s)", now, id, run.Run, ec.Reason, ec.Message)
 		time.AfterFunc(d.real(d.grace.Seconds()), func() { d.msgs <- func() { d.release(ctx, run) } })
+	} else if d.releasing[cur] && reserved && apimeta.IsStatusConditionTrue(conds, condEvicted) {
+		// Evicted (again) after the driver's release found nothing to
+		// clear. Seen once (fairshare-race, Kueue v0.16.2): c2 was
+		// preempted while the scheduler was still applying its admission
+		// (two "Preempted" events 75 ms apart in the manager's log), the
+		// release got no Evicted condition, and the recording waited for
+		// c2 forever. Release it now.
+		d.release(ctx, cur)
 	}
 	if !reserved {
 		cur.Released = now
@@ -259,6 +270,7 @@ func (d *driver) release(ctx context.Context, run *kueuefid.Run) {
 	if d.cur[run.ID] != run {
 		return
 	}
+	d.releasing[run] = true
 	d.update(ctx, run.ID, func(o *unstructured.Unstructured, conds []metav1.Condition) ([]metav1.Condition, bool) {
 		if !apimeta.IsStatusConditionTrue(conds, condQuotaReserved) {
 			return nil, false
