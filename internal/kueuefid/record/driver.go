@@ -56,10 +56,7 @@ type driver struct {
 	cur      map[string]*kueuefid.Run // the run holding quota
 	created  map[string]float64
 	finished map[string]bool
-	// releasing: evicted runs whose grace is over and whose admission the
-	// driver cleared, or found nothing to clear in (see observe)
-	releasing map[*kueuefid.Run]bool
-	errs      []error
+	errs     []error
 }
 
 func (d *driver) now() float64 { return time.Since(d.t0).Seconds() / d.scale }
@@ -138,7 +135,7 @@ func gpuFlavor(o *unstructured.Unstructured) string {
 func (d *driver) play(ctx context.Context, order []kueuefid.Job) error {
 	d.msgs = make(chan func(), 1024)
 	d.runs, d.cur = map[string][]*kueuefid.Run{}, map[string]*kueuefid.Run{}
-	d.created, d.finished, d.releasing = map[string]float64{}, map[string]bool{}, map[*kueuefid.Run]bool{}
+	d.created, d.finished = map[string]float64{}, map[string]bool{}
 	w, err := d.api.Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("watch workloads: %w", err)
@@ -231,14 +228,6 @@ func (d *driver) observe(ctx context.Context, o *unstructured.Unstructured) {
 		run := cur
 		log.Printf("%8.3f evict %s run %d (%s: %s)", now, id, run.Run, ec.Reason, ec.Message)
 		time.AfterFunc(d.real(d.grace.Seconds()), func() { d.msgs <- func() { d.release(ctx, run) } })
-	} else if d.releasing[cur] && reserved && apimeta.IsStatusConditionTrue(conds, condEvicted) {
-		// Evicted (again) after the driver's release found nothing to
-		// clear. Seen once (fairshare-race, Kueue v0.16.2): c2 was
-		// preempted while the scheduler was still applying its admission
-		// (two "Preempted" events 75 ms apart in the manager's log), the
-		// release got no Evicted condition, and the recording waited for
-		// c2 forever. Release it now.
-		d.release(ctx, cur)
 	}
 	if !reserved {
 		cur.Released = now
@@ -249,7 +238,7 @@ func (d *driver) observe(ctx context.Context, o *unstructured.Unstructured) {
 
 // finish marks run's Workload Finished, unless it was evicted meanwhile.
 func (d *driver) finish(ctx context.Context, run *kueuefid.Run) {
-	if d.cur[run.ID] != run || !math.IsNaN(run.Evicted) {
+	if d.cur[run.ID] != run || !math.IsNaN(run.Evicted) || !math.IsNaN(run.Finished) {
 		return
 	}
 	run.Finished = d.now()
@@ -270,13 +259,19 @@ func (d *driver) release(ctx context.Context, run *kueuefid.Run) {
 	if d.cur[run.ID] != run {
 		return
 	}
-	d.releasing[run] = true
 	d.update(ctx, run.ID, func(o *unstructured.Unstructured, conds []metav1.Condition) ([]metav1.Condition, bool) {
 		if !apimeta.IsStatusConditionTrue(conds, condQuotaReserved) {
 			return nil, false
 		}
 		ec := apimeta.FindStatusCondition(conds, condEvicted)
 		if ec == nil || ec.Status != metav1.ConditionTrue {
+			// Reserved, but no longer evicted: a later status write
+			// dropped the Evicted condition the watch showed. Seen with
+			// fairshare-race (v0.16.2 and v0.17.0): c2 preempted while
+			// the scheduler was still applying its admission, and the
+			// API kept the admission without the eviction. A job
+			// controller keeps such a job running, and so does the driver.
+			d.msgs <- func() { d.undoEviction(ctx, run) }
 			return nil, false
 		}
 		requeued := metav1.ConditionFalse
@@ -292,6 +287,20 @@ func (d *driver) release(ctx context.Context, run *kueuefid.Run) {
 		unstructured.RemoveNestedField(o.Object, "status", "admission")
 		return conds, true
 	})
+}
+
+// undoEviction lets run go on after its eviction vanished from the
+// Workload (see release): it is not evicted, and finishes when its duration
+// is over (the timer observe set), or at once if that has passed.
+func (d *driver) undoEviction(ctx context.Context, run *kueuefid.Run) {
+	if d.cur[run.ID] != run || math.IsNaN(run.Evicted) {
+		return
+	}
+	log.Printf("%8.3f eviction of %s run %d undone (the Workload is reserved, not evicted)", d.now(), run.ID, run.Run)
+	run.Evicted, run.EvictReason = math.NaN(), ""
+	if run.Admitted+d.jobs[run.ID].Duration <= d.now() {
+		d.finish(ctx, run) // its timer (observe) found it evicted
+	}
 }
 
 // update applies change to the Workload's status in a goroutine, retrying
