@@ -227,6 +227,10 @@ func replayRecording(t *testing.T, dir string, jobs []kueuefid.Job, rec map[stri
 			}
 		}
 	}
+	if measured && hasInstants(dir) {
+		cycles, seen := readInstants(t, dir)
+		k.setReplayInstants(cycles, seen)
+	}
 	res := simtest.RunConfig(t, sim.Config{Cluster: simtest.Cluster(t, simtest.Nodes(pods, 8)), Jobs: specs, Policy: r, Seed: 1})
 	if len(r.errs) > 0 {
 		t.Fatal(strings.Join(r.errs, "\n"))
@@ -236,6 +240,46 @@ func replayRecording(t *testing.T, dir string, jobs []kueuefid.Job, rec map[stri
 		got[string(res.Jobs[i].Spec.ID)] = r.runs[res.Jobs[i].Ref]
 	}
 	return compareKueue(jobs, rec, got)
+}
+
+// hasInstants reports whether fixture dir's recording has the manager's
+// instants (cycles.csv, seen.csv; internal/kueuefid): the measured replay
+// then plays them (replayInstants), and a recording without them replays as
+// before.
+func hasInstants(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "cycles.csv"))
+	return err == nil
+}
+
+// readInstants reads dir's cycles.csv and seen.csv: the recorded cycle
+// starts, and when the manager saw each job finish (the recording's clock,
+// which the replay's is).
+func readInstants(t *testing.T, dir string) ([]sim.Time, func(j *sim.Job, now sim.Time) sim.Time) {
+	t.Helper()
+	cs, err := kueuefid.ReadCycles(filepath.Join(dir, "cycles.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := kueuefid.ReadSeen(filepath.Join(dir, "seen.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cycles := make([]sim.Time, len(cs))
+	for i, c := range cs {
+		cycles[i] = sim.Time(sim.Seconds(c.Start))
+	}
+	finished := map[sim.JobID]sim.Time{}
+	for _, s := range ss {
+		if s.Event == "finished" {
+			finished[sim.JobID(s.ID)] = sim.Time(sim.Seconds(s.At))
+		}
+	}
+	return cycles, func(j *sim.Job, now sim.Time) sim.Time {
+		if at, ok := finished[j.Spec.ID]; ok {
+			return at
+		}
+		return now
+	}
 }
 
 // setParam sets key to the scalar value in the params mapping m, replacing
@@ -581,4 +625,72 @@ func simAdmission(f kueueFidelity, id string, n int) float64 {
 		}
 	}
 	return math.NaN()
+}
+
+// The replay's instants (replayInstants), hand-worked on reclaim-never's
+// manifests (two ClusterQueues of 8 GPUs in one cohort, requeue batch 1 s):
+// x borrows all 16 GPUs from 0 to 10 s; y (8 GPUs, 1 s) finds no room and
+// is parked until x's end requeues it, one batch later. Without instants y
+// is admitted at 11.000 s. With the manager's instants x is admitted at the
+// first recorded cycle (0.010 s) and ends at 10.010 s; the batch starts
+// when the manager saw x's end, and y waits for the first recorded cycle
+// after the batch: x seen at 10.020 s, batch 11.020 s, the cycle at 11.015
+// s finds y still parked, the one at 11.030 s admits it; x seen at 10.012
+// s, the 11.015 s cycle admits it. After the last recorded cycle the policy
+// runs its cycles as usual (y at the batch, 11.020 s).
+func TestKueueReplayInstants(t *testing.T) {
+	dir := "testdata/fidelity/reclaim-never"
+	admitY := func(cycles []float64, seenX float64) float64 {
+		t.Helper()
+		pb, err := os.ReadFile(filepath.Join(dir, "params.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n yaml.Node
+		if err := yaml.Unmarshal(pb, &n); err != nil {
+			t.Fatal(err)
+		}
+		pol, err := policies.NewWithEnv("kueue", n.Content[0], policies.Env{BaseDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := pol.(*Kueue)
+		if cycles != nil {
+			cs := make([]sim.Time, len(cycles))
+			for i, c := range cycles {
+				cs[i] = sim.Time(sim.Seconds(c))
+			}
+			k.setReplayInstants(cs, func(j *sim.Job, now sim.Time) sim.Time {
+				if j.Spec.ID == "x" {
+					return sim.Time(sim.Seconds(seenX))
+				}
+				return now
+			})
+		}
+		specs := []sim.JobSpec{
+			{ID: "x", Submit: 0, Queue: "team-a", GPUsPerReplica: 16, Replicas: 1, GPUMilli: sim.WholeGPU, Duration: sim.Seconds(10)},
+			{ID: "y", Submit: sim.Time(sim.Seconds(1)), Queue: "team-a", GPUsPerReplica: 8, Replicas: 1, GPUMilli: sim.WholeGPU, Duration: sim.Seconds(5)},
+		}
+		res := simtest.RunConfig(t, sim.Config{Cluster: simtest.Cluster(t, simtest.Nodes(2, 16)), Jobs: specs, Policy: k, Seed: 1})
+		if x := res.Jobs[0].FirstStart.Seconds(); cycles != nil && x != cycles[0] {
+			t.Fatalf("x admitted at %.3f, want the first cycle %.3f", x, cycles[0])
+		}
+		return math.Round(res.Jobs[1].FirstStart.Seconds()*1000) / 1000
+	}
+	cycles := []float64{0.010, 1.010, 11.015, 11.030, 11.050}
+	for _, c := range []struct {
+		name   string
+		cycles []float64
+		seenX  float64
+		want   float64
+	}{
+		{"no instants", nil, 0, 11.000},
+		{"x seen at 10.020", cycles, 10.020, 11.030},
+		{"x seen at 10.012", cycles, 10.012, 11.015},
+		{"cycles spent before x ends", cycles[:2], 10.020, 11.020},
+	} {
+		if got := admitY(c.cycles, c.seenX); got != c.want {
+			t.Errorf("%s: y admitted at %.3f, want %.3f", c.name, got, c.want)
+		}
+	}
 }

@@ -207,6 +207,9 @@ type Kueue struct {
 	// replayGrace, when set (the fidelity test only, replay.go), gives each
 	// eviction's grace period in place of grace.
 	replayGrace func(j *sim.Job, now sim.Time) sim.Duration
+	// replay, when set (the fidelity test only, replay.go), plays a
+	// recording's cycle starts and seen finishes.
+	replay *replayInstants
 }
 
 type eviction struct {
@@ -579,11 +582,8 @@ func (k *Kueue) Observe(v *sim.View, e sim.Event) {
 		k.onArrive(w)
 		k.push(w)
 	case sim.EvFinish, sim.EvKill, sim.EvTimeout:
-		if w != nil && w.state != wlDone {
-			k.release(w)
-			w.state = wlDone
-			k.batchRequeue(w.cq, v.Now())
-			k.tasUnpark()
+		if w != nil && w.state != wlDone && !k.finishLater(w, v.Now()) {
+			k.finish(w, v.Now())
 		}
 	case sim.EvPreempt:
 		// Our own eviction took effect: quota was released when it was applied.
@@ -591,6 +591,15 @@ func (k *Kueue) Observe(v *sim.View, e sim.Event) {
 			k.push(w)
 		}
 	}
+}
+
+// finish ends w at now: its quota is released and its cohort tree's
+// parked workloads requeued.
+func (k *Kueue) finish(w *workload, now sim.Time) {
+	k.release(w)
+	w.state = wlDone
+	k.batchRequeue(w.cq, now)
+	k.tasUnpark()
 }
 
 // release gives a workload's quota back.

@@ -43,6 +43,7 @@ func (k *Kueue) Schedule(v *sim.View, p *sim.Plan) error {
 	}
 	k.beginPoint(v)
 	now := v.Now()
+	k.replaySeen(now)
 	k.fireRequeues(now)
 	// 1. Evictions whose grace period is over: the victims terminate and release quota.
 	keep := k.evictions[:0]
@@ -60,9 +61,10 @@ func (k *Kueue) Schedule(v *sim.View, p *sim.Plan) error {
 	// workloads or lifts blockAdmission (podsready.go).
 	for pass := 0; pass < maxCyclesPerPoint; pass++ {
 		// 2. Admission cycles.
-		for c := 0; c < maxCyclesPerPoint; c++ {
+		n, exact := k.replayCycles(now)
+		for c := 0; c < n; c++ {
 			k.cycles++
-			if k.cycle(v, p) == 0 {
+			if k.cycle(v, p) == 0 && !exact {
 				break
 			}
 		}
@@ -91,6 +93,7 @@ func (k *Kueue) Schedule(v *sim.View, p *sim.Plan) error {
 	}
 	k.podsReadyWakes(p)
 	k.requeueWakes(p)
+	k.replayWakes(p)
 	for _, ev := range k.evictions {
 		p.Wake(ev.at)
 	}
