@@ -116,6 +116,10 @@ func (k *Kueue) minHead(cq *clusterQueue) *workload {
 // list (w being the ClusterQueue's head, it usually is), the two lists swap roles
 // instead of moving workloads.
 func (k *Kueue) park(w *workload) {
+	if k.replay != nil {
+		k.parkOne(w)
+		return
+	}
 	if !k.parkWholeBucket(w) {
 		k.parkGeneral(w)
 	}
@@ -164,6 +168,22 @@ func (k *Kueue) parkGeneral(w *workload) {
 	*p = slices.Insert(*p, j, w)
 	w.side = b.q ^ 1 + 1
 	cq.nParked++
+}
+
+// parkOne moves w alone to the inadmissible set, as Kueue does with each
+// head it finds inadmissible (requeueIfNotPresent in pkg/cache/queue/
+// cluster_queue.go): the workloads behind it are popped, and parked, one
+// per cycle. park's bucket-at-once move is the same when nothing changes
+// between cycles (gpusim runs them in zero time); the fidelity replay's
+// recorded cycles (replay.go) have time, and finishes, between them.
+func (k *Kueue) parkOne(w *workload) {
+	k.removeFromQueue(w)
+	b := w.bk
+	p := b.parked()
+	j := sort.Search(len(*p), func(j int) bool { return k.less(w, (*p)[j]) })
+	*p = slices.Insert(*p, j, w)
+	w.side = b.q ^ 1 + 1
+	w.cq.nParked++
 }
 
 // parkWholeBucket is park's usual case: w is the first of its bucket's queue
