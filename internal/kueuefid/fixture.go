@@ -16,6 +16,8 @@
 //	jobs.csv        the jobs (see Job)
 //	recorded.csv    one row per admission of a workload (see Run)
 //	recorded.meta   versions, time scale, when and how it was recorded
+//	cycles.csv      the manager's scheduling cycle starts (see Cycle)
+//	seen.csv        when the manager saw each finish and release (see Seen)
 //	want.yaml       the agreement the replay test requires
 package kueuefid
 
