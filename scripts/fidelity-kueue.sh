@@ -8,7 +8,8 @@
 # directory given, or on all of the version's set:
 #   KUEUE_VERSION=v0.17.0 (default)  e2e/deps/kueue          policies/kueue/testdata/fidelity/
 #   KUEUE_VERSION=v0.16.2            e2e/deps/kueue-v0.16.2  policies/kueue/testdata/fidelity-v0.16.2/
-# It rewrites each fixture's recorded.csv and recorded.meta. Needs root (the
+# It rewrites each fixture's recorded.csv, recorded.meta, cycles.csv and seen.csv
+# (the manager's cycle starts and seen finishes, from its log). Needs root (the
 # manager runs in a private mount namespace; see the recorder). Real time:
 # about 1 to 2 minutes per fixture at SCALE=1 (real seconds per simulated
 # second). KEEP=1 keeps each run's temporary directory and logs.
