@@ -13,6 +13,7 @@ import (
 	"github.com/gpusim/gpusim/policies"
 	_ "github.com/gpusim/gpusim/scenarios" // registers every policy
 	"github.com/gpusim/gpusim/sim"
+	"github.com/gpusim/gpusim/sim/simtest"
 )
 
 type nopBackend struct{ started int }
@@ -186,19 +187,6 @@ type fixedPolicy struct{}
 func (fixedPolicy) Name() string                        { return "fixed-table" }
 func (fixedPolicy) Schedule(*sim.View, *sim.Plan) error { return nil }
 
-// exactBackend ends every run exactly its duration after it started.
-type exactBackend struct {
-	l    *sim.Live
-	ends map[sim.JobRef]sim.Time
-}
-
-func (b *exactBackend) Start(j *sim.Job) error {
-	b.ends[j.Ref] = j.LastStart.Add(j.Spec.Duration)
-	return nil
-}
-
-func (b *exactBackend) Stop(p *sim.Preempt) error { delete(b.ends, p.Job); return nil }
-
 // TestLiveSubmitMatchesSimulation: the Kubernetes backend's way of driving
 // the engine (no jobs up front; each job submitted when its pods are seen)
 // makes the simulation's decisions when runs take exactly their durations:
@@ -288,43 +276,12 @@ func liveMatchesSim(t *testing.T, nodes []sim.NodeSpec, jobs []sim.JobSpec, mk f
 		t.Fatal(err)
 	}
 	c2, _ := sim.NewCluster(nodes)
-	b := &exactBackend{ends: map[sim.JobRef]sim.Time{}}
+	b := simtest.ExactEnds{}
 	l, err := sim.NewLive(conf(sim.Config{Cluster: c2, Policy: mk()}), b, len(jobs), sim.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.l = l
-	next := 0
-	for next < len(jobs) || len(b.ends) > 0 {
-		t0 := sim.Never
-		if next < len(jobs) {
-			t0 = jobs[next].Submit
-		}
-		for _, at := range b.ends {
-			t0 = min(t0, at)
-		}
-		t0 = min(t0, l.NextTimer())
-		var ends []sim.Ended
-		for r, at := range b.ends {
-			if at <= t0 {
-				ends = append(ends, sim.Ended{Job: r})
-				delete(b.ends, r)
-			}
-		}
-		slices.SortFunc(ends, func(a, b sim.Ended) int { return int(a.Job) - int(b.Job) })
-		if err := l.Advance(t0, ends); err != nil {
-			t.Fatal(err)
-		}
-		for next < len(jobs) && jobs[next].Submit <= t0 {
-			if _, err := l.Submit(jobs[next]); err != nil {
-				t.Fatal(err)
-			}
-			next++
-		}
-		if err := l.Schedule(false); err != nil {
-			t.Fatal(err)
-		}
-	}
+	simtest.DriveLive(t, l, jobs, b)
 	got := l.Result()
 	for i := range want.Jobs {
 		w := &want.Jobs[i]

@@ -52,23 +52,30 @@ var manifestGVR = map[string]struct {
 
 // applyDeploy creates the objects of deploy/<files> (existing ones are left
 // as they are) and returns them.
-func applyDeploy(t testing.TB, ctx context.Context, dyn dynamic.Interface, files ...string) []*unstructured.Unstructured {
+// readDeploy reads and decodes deploy/<name>: its path and its objects.
+func readDeploy(t testing.TB, name string) (string, []*unstructured.Unstructured) {
 	t.Helper()
 	root, err := kubetest.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
+	path := filepath.Join(root, "deploy", name)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := kubetest.DecodeYAML(path, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, objs
+}
+
+func applyDeploy(t testing.TB, ctx context.Context, dyn dynamic.Interface, files ...string) []*unstructured.Unstructured {
+	t.Helper()
 	var all []*unstructured.Unstructured
 	for _, f := range files {
-		path := filepath.Join(root, "deploy", f)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		objs, err := kubetest.DecodeYAML(path, b)
-		if err != nil {
-			t.Fatal(err)
-		}
+		path, objs := readDeploy(t, f)
 		for _, o := range objs {
 			m, ok := manifestGVR[o.GetKind()]
 			if !ok {

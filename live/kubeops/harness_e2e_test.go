@@ -161,19 +161,7 @@ func serviceAccountToken(t testing.TB, c *kubetest.Cluster) string {
 // ConfigMap to a file: the tests run what the Deployment runs.
 func scenarioFromDeploy(t testing.TB) string {
 	t.Helper()
-	root, err := kubetest.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(root, "deploy", "scheduler.yaml")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := kubetest.DecodeYAML(path, b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, objs := readDeploy(t, "scheduler.yaml")
 	for _, o := range objs {
 		if o.GetKind() == "ConfigMap" {
 			s, _, _ := unstructured.NestedString(o.Object, "data", "scenario.yaml")

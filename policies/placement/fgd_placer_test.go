@@ -335,12 +335,6 @@ func TestHonoursAllow(t *testing.T) {
 	}
 }
 
-// liveEnds ends every run exactly its duration after it started.
-type liveEnds map[sim.JobRef]sim.Time
-
-func (b liveEnds) Start(j *sim.Job) error    { b[j.Ref] = j.LastStart.Add(j.Spec.Duration); return nil }
-func (b liveEnds) Stop(p *sim.Preempt) error { delete(b, p.Job); return nil }
-
 // The fgd placement in a live run (sim.Live), whose jobs are submitted as they
 // come: its target workload is that of the jobs submitted so far, rebuilt as
 // more come, so every placement equals what a scorer built afresh from those
@@ -358,41 +352,12 @@ func TestFGDPlacementLiveRetargets(t *testing.T) {
 	}
 	slices.SortStableFunc(jobs, func(a, b sim.JobSpec) int { return int(a.Submit - b.Submit) })
 	pol := &fgdCheck{t: t, placer: mustPlacer(t, "fgd"), live: true}
-	b := liveEnds{}
+	b := simtest.ExactEnds{}
 	l, err := sim.NewLive(sim.Config{Cluster: c, Policy: pol, Seed: 3}, b, len(jobs), sim.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := 0
-	for next < len(jobs) || len(b) > 0 {
-		t0 := sim.Never
-		if next < len(jobs) {
-			t0 = jobs[next].Submit
-		}
-		for _, at := range b {
-			t0 = min(t0, at)
-		}
-		var ends []sim.Ended
-		for r, at := range b {
-			if at <= t0 {
-				ends = append(ends, sim.Ended{Job: r})
-				delete(b, r)
-			}
-		}
-		slices.SortFunc(ends, func(a, b sim.Ended) int { return int(a.Job) - int(b.Job) })
-		if err := l.Advance(t0, ends); err != nil {
-			t.Fatal(err)
-		}
-		for next < len(jobs) && jobs[next].Submit <= t0 {
-			if _, err := l.Submit(jobs[next]); err != nil {
-				t.Fatal(err)
-			}
-			next++
-		}
-		if err := l.Schedule(false); err != nil {
-			t.Fatal(err)
-		}
-	}
+	simtest.DriveLive(t, l, jobs, b)
 	if pol.placed < len(jobs) || pol.gangs < 10 {
 		t.Fatalf("placed %d of %d jobs (%d gangs); the test wants every job and >= 10 gangs", pol.placed, len(jobs), pol.gangs)
 	}

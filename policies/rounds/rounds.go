@@ -332,6 +332,33 @@ func (d *Driver) moved(i int, j *sim.Job) bool {
 	return !slices.Equal(a, b)
 }
 
+// mostFree is the node with the most free GPUs in d.free among those with at
+// least g (the lowest index on ties); -1 when none has g.
+func (d *Driver) mostFree(g int32) int {
+	best := -1
+	for n, f := range d.free {
+		if f >= g && (best < 0 || f > d.free[best]) {
+			best = n
+		}
+	}
+	return best
+}
+
+// takeVirtual takes up to want of node id's virtual free GPUs (d.vfree), in
+// index order, appending them to d.pg; it returns how many it took.
+func (d *Driver) takeVirtual(c *sim.Cluster, id sim.NodeID, want int32) int32 {
+	first, end := c.NodeGPUs(id)
+	got := int32(0)
+	for gpu := first; gpu < end && got < want; gpu++ {
+		if d.vfree[gpu] {
+			d.vfree[gpu] = false
+			d.pg = append(d.pg, gpu)
+			got++
+		}
+	}
+	return got
+}
+
 // placeOn appends to d.pn and d.pg k replicas of s on the given nodes (one
 // entry per replica) from the virtual free GPUs d.vfree, taking them; false,
 // having taken none, when nodes is not k long or lacks the GPUs.
@@ -344,15 +371,7 @@ func (d *Driver) placeOn(c *sim.Cluster, s *sim.JobSpec, nodes []sim.NodeID, k i
 		if id < 0 || int(id) >= c.NumNodes() || !s.AllowsModel(c.Node(id).GPUModel) {
 			break
 		}
-		first, end := c.NodeGPUs(id)
-		got := int32(0)
-		for gpu := first; gpu < end && got < s.GPUsPerReplica; gpu++ {
-			if d.vfree[gpu] {
-				d.vfree[gpu] = false
-				d.pg = append(d.pg, gpu)
-				got++
-			}
-		}
+		got := d.takeVirtual(c, id, s.GPUsPerReplica)
 		d.pn = append(d.pn, id)
 		if got < s.GPUsPerReplica {
 			break
@@ -387,27 +406,14 @@ func (d *Driver) placeVirtual(c *sim.Cluster, s *sim.JobSpec, k int32) bool {
 		}
 	}
 	for k > 0 {
-		best := -1
-		for n, f := range d.free {
-			if f >= g && (best < 0 || f > d.free[best]) {
-				best = n
-			}
-		}
+		best := d.mostFree(g)
 		if best < 0 {
 			return false
 		}
 		id := sim.NodeID(best)
 		take := min(d.free[best]/g, k)
 		d.free[best] = 0
-		first, end := c.NodeGPUs(id)
-		got := int32(0)
-		for gpu := first; gpu < end && got < take*g; gpu++ {
-			if d.vfree[gpu] {
-				d.vfree[gpu] = false
-				d.pg = append(d.pg, gpu)
-				got++
-			}
-		}
+		d.takeVirtual(c, id, take*g)
 		for range take {
 			d.pn = append(d.pn, id)
 		}
@@ -436,12 +442,7 @@ func (d *Driver) place(c *sim.Cluster, s *sim.JobSpec, k int32, own []sim.GPUID)
 		d.free[c.GPUNode(gpu)]++
 	}
 	for k > 0 {
-		best := -1
-		for n, f := range d.free {
-			if f >= g && (best < 0 || f > d.free[best]) {
-				best = n
-			}
-		}
+		best := d.mostFree(g)
 		if best < 0 {
 			return false
 		}

@@ -109,6 +109,20 @@ func Apps() (map[string]*App, error) {
 	return apps, appsErr
 }
 
+// appOf returns the artifact application named by job.App; an error when the
+// applications cannot be loaded or the name is not one of them.
+func appOf(job Job) (*App, error) {
+	apps, err := Apps()
+	if err != nil {
+		return nil, err
+	}
+	a, ok := apps[job.App]
+	if !ok {
+		return nil, fmt.Errorf("pollux: unknown application %q", job.App)
+	}
+	return a, nil
+}
+
 func readCSV(fsys fs.FS, p string, want []string) ([][]float64, []string, error) {
 	f, err := fsys.Open(p)
 	if err != nil {

@@ -26,13 +26,9 @@ type ElasticModel struct {
 
 // NewElasticModel builds job's model on nodes of perNode GPUs.
 func NewElasticModel(job Job, perNode int) (*ElasticModel, error) {
-	apps, err := Apps()
+	a, err := appOf(job)
 	if err != nil {
 		return nil, err
-	}
-	a, ok := apps[job.App]
-	if !ok {
-		return nil, fmt.Errorf("pollux: unknown application %q", job.App)
 	}
 	ep, err := tunedEpochs(job, perNode)
 	if err != nil {

@@ -1,7 +1,6 @@
 package pollux
 
 import (
-	"fmt"
 	"math"
 )
 
@@ -47,13 +46,9 @@ func TunedRunTime(job Job, perNode int) (Seconds, error) {
 
 // tunedEpochs is the run time of each epoch of TunedRunTime.
 func tunedEpochs(job Job, perNode int) ([]Seconds, error) {
-	apps, err := Apps()
+	a, err := appOf(job)
 	if err != nil {
 		return nil, err
-	}
-	a, ok := apps[job.App]
-	if !ok {
-		return nil, fmt.Errorf("pollux: unknown application %q", job.App)
 	}
 	t, batch, err := fixedStepTime(a, job.BatchSize, PackedPlacement(job.Replicas, perNode))
 	if err != nil {
